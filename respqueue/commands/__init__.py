@@ -1,0 +1,21 @@
+"""Command modules, one per family; importing this package fills the command table."""
+
+from importlib import import_module
+
+MODULES = (
+    "connection",
+    "keys",
+    "strings",
+    "hashes",
+    "lists",
+    "sets",
+    "zsets",
+    "streams",
+    "transactions",
+    "pubsub",
+    "server",
+    "scripting",
+)
+
+for _m in MODULES:
+    import_module(f"{__name__}.{_m}")

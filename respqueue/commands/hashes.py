@@ -1,0 +1,1 @@
+"""hashes commands (to be written)."""

@@ -1,0 +1,1 @@
+"""lists commands (to be written)."""

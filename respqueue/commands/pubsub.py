@@ -1,0 +1,1 @@
+"""pubsub commands (to be written)."""

@@ -1,0 +1,1 @@
+"""scripting commands (to be written)."""

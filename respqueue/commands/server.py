@@ -1,0 +1,1 @@
+"""server commands (to be written)."""

@@ -1,0 +1,1 @@
+"""sets commands (to be written)."""

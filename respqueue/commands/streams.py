@@ -1,0 +1,1 @@
+"""streams commands (to be written)."""

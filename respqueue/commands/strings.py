@@ -1,0 +1,319 @@
+"""String commands (t_string): GET, SET and friends, counters, ranges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import NOT_INTEGER, OVERFLOW, SYNTAX, WRONGTYPE
+from ..keyspace import mstime
+from ..resp import OK, RedisError
+from .registry import command
+from .util import INT64_MAX, INT64_MIN, long_double_add, str2int
+
+_MAX_STRING = 512 * 1024 * 1024
+
+
+def _invalid_expire(name: str) -> RedisError:
+    return RedisError(f"ERR invalid expire time in '{name}' command")
+
+
+def _expire_at(unit: bytes, val: bytes, name: str) -> int:
+    """Absolute expiry in ms for EX/PX/EXAT/PXAT ``val``."""
+    v = str2int(val)
+    if v is None:
+        raise NOT_INTEGER
+    if v <= 0:
+        raise _invalid_expire(name)
+    if unit in (b"ex", b"exat"):
+        if v > INT64_MAX // 1000:
+            raise _invalid_expire(name)
+        v *= 1000
+    if unit in (b"ex", b"px"):
+        v += mstime()
+        if v > INT64_MAX:
+            raise _invalid_expire(name)
+    return v
+
+
+@command("get", 2, "readonly fast", 1, 1, 1, group="string")
+def get(c: Any, argv: list[bytes]) -> Any:
+    return c.db.lookup_string(argv[1])
+
+
+@command("set", -3, "write denyoom", 1, 1, 1, group="string")
+def set_(c: Any, argv: list[bytes]) -> Any:
+    key, value = argv[1], argv[2]
+    nx = xx = get_old = keepttl = False
+    when = -1
+    unit_seen = False
+    i = 3
+    n = len(argv)
+    while i < n:
+        opt = argv[i].lower()
+        if opt == b"nx" and not xx:
+            nx = True
+        elif opt == b"xx" and not nx:
+            xx = True
+        elif opt == b"get":
+            get_old = True
+        elif opt == b"keepttl" and not unit_seen:
+            keepttl = True
+        elif opt in (b"ex", b"px", b"exat", b"pxat") and not keepttl and not unit_seen and i + 1 < n:
+            unit_seen = True
+            i += 1
+            when = (opt, argv[i])  # type: ignore[assignment]
+        else:
+            raise SYNTAX
+        i += 1
+    if when != -1:
+        when = _expire_at(when[0], when[1], "set")  # type: ignore[index]
+    db = c.db
+    old = db.lookup(key)
+    if get_old and old is not None and type(old) is not bytes:
+        raise WRONGTYPE
+    if (nx and old is not None) or (xx and old is None):
+        return old if get_old else None
+    db.set(key, value, keepttl)
+    if when != -1:
+        db.set_expire(key, when)
+    return old if get_old else OK
+
+
+@command("setnx", 3, "write denyoom fast", 1, 1, 1, group="string")
+def setnx(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    if db.lookup(argv[1]) is not None:
+        return 0
+    db.set(argv[1], argv[2])
+    return 1
+
+
+def _setex(c: Any, argv: list[bytes], unit: bytes, name: str) -> Any:
+    when = _expire_at(unit, argv[2], name)
+    db = c.db
+    db.set(argv[1], argv[3])
+    db.set_expire(argv[1], when)
+    return OK
+
+
+@command("setex", 4, "write denyoom", 1, 1, 1, group="string")
+def setex(c: Any, argv: list[bytes]) -> Any:
+    return _setex(c, argv, b"ex", "setex")
+
+
+@command("psetex", 4, "write denyoom", 1, 1, 1, group="string")
+def psetex(c: Any, argv: list[bytes]) -> Any:
+    return _setex(c, argv, b"px", "psetex")
+
+
+@command("getset", 3, "write denyoom fast", 1, 1, 1, group="string")
+def getset(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    old = db.lookup_string(argv[1])
+    db.set(argv[1], argv[2])
+    return old
+
+
+@command("getdel", 2, "write fast", 1, 1, 1, group="string")
+def getdel(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    old = db.lookup_string(argv[1])
+    if old is not None:
+        db.delete(argv[1])
+    return old
+
+
+@command("getex", -2, "write fast", 1, 1, 1, group="string")
+def getex(c: Any, argv: list[bytes]) -> Any:
+    key = argv[1]
+    persist = False
+    when = None
+    i = 2
+    n = len(argv)
+    while i < n:
+        opt = argv[i].lower()
+        if opt == b"persist" and when is None and not persist:
+            persist = True
+        elif opt in (b"ex", b"px", b"exat", b"pxat") and when is None and not persist and i + 1 < n:
+            i += 1
+            when = (opt, argv[i])
+        else:
+            raise SYNTAX
+        i += 1
+    at = _expire_at(when[0], when[1], "getex") if when is not None else None
+    db = c.db
+    v = db.lookup_string(key)
+    if v is None:
+        return None
+    if at is not None:
+        if at <= mstime():
+            db.delete(key)
+        else:
+            db.set_expire(key, at)
+    elif persist:
+        db.persist(key)
+    return v
+
+
+@command("mget", -2, "readonly fast", 1, -1, 1, group="string")
+def mget(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    out = []
+    for k in argv[1:]:
+        v = db.lookup(k)
+        out.append(v if type(v) is bytes else None)
+    return out
+
+
+@command("mset", -3, "write denyoom", 1, -1, 2, group="string")
+def mset(c: Any, argv: list[bytes]) -> Any:
+    if len(argv) % 2 == 0:
+        raise RedisError("ERR wrong number of arguments for 'mset' command")
+    db = c.db
+    for i in range(1, len(argv), 2):
+        db.set(argv[i], argv[i + 1])
+    return OK
+
+
+@command("msetnx", -3, "write denyoom", 1, -1, 2, group="string")
+def msetnx(c: Any, argv: list[bytes]) -> Any:
+    if len(argv) % 2 == 0:
+        raise RedisError("ERR wrong number of arguments for 'msetnx' command")
+    db = c.db
+    for i in range(1, len(argv), 2):
+        if db.lookup(argv[i]) is not None:
+            return 0
+    for i in range(1, len(argv), 2):
+        db.set(argv[i], argv[i + 1])
+    return 1
+
+
+def _incr(c: Any, key: bytes, by: int) -> int:
+    db = c.db
+    v = db.lookup_string(key)
+    if v is None:
+        cur = 0
+    else:
+        cur = str2int(v)
+        if cur is None:
+            raise NOT_INTEGER
+    new = cur + by
+    if new > INT64_MAX or new < INT64_MIN:
+        raise OVERFLOW
+    db.set(key, b"%d" % new, keepttl=True)
+    return new
+
+
+@command("incr", 2, "write denyoom fast", 1, 1, 1, group="string")
+def incr(c: Any, argv: list[bytes]) -> Any:
+    return _incr(c, argv[1], 1)
+
+
+@command("decr", 2, "write denyoom fast", 1, 1, 1, group="string")
+def decr(c: Any, argv: list[bytes]) -> Any:
+    return _incr(c, argv[1], -1)
+
+
+@command("incrby", 3, "write denyoom fast", 1, 1, 1, group="string")
+def incrby(c: Any, argv: list[bytes]) -> Any:
+    by = str2int(argv[2])
+    if by is None:
+        raise NOT_INTEGER
+    return _incr(c, argv[1], by)
+
+
+@command("decrby", 3, "write denyoom fast", 1, 1, 1, group="string")
+def decrby(c: Any, argv: list[bytes]) -> Any:
+    by = str2int(argv[2])
+    if by is None:
+        raise NOT_INTEGER
+    if by == INT64_MIN:
+        raise RedisError("ERR decrement would overflow")
+    return _incr(c, argv[1], -by)
+
+
+@command("incrbyfloat", 3, "write denyoom fast", 1, 1, 1, group="string")
+def incrbyfloat(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    v = db.lookup_string(argv[1])
+    new = long_double_add(v, argv[2])
+    db.set(argv[1], new, keepttl=True)
+    return new
+
+
+@command("append", 3, "write denyoom fast", 1, 1, 1, group="string")
+def append(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    v = db.lookup_string(argv[1])
+    new = argv[2] if v is None else v + argv[2]
+    if len(new) > _MAX_STRING:
+        raise RedisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    db.set(argv[1], new, keepttl=True)
+    return len(new)
+
+
+@command("strlen", 2, "readonly fast", 1, 1, 1, group="string")
+def strlen(c: Any, argv: list[bytes]) -> Any:
+    v = c.db.lookup_string(argv[1])
+    return 0 if v is None else len(v)
+
+
+def _getrange(c: Any, argv: list[bytes]) -> Any:
+    start = str2int(argv[2])
+    end = str2int(argv[3])
+    if start is None or end is None:
+        raise NOT_INTEGER
+    v = c.db.lookup_string(argv[1])
+    if v is None:
+        return b""
+    n = len(v)
+    if start < 0 and end < 0 and start > end:
+        return b""
+    if start < 0:
+        start = n + start
+    if end < 0:
+        end = n + end
+    if start < 0:
+        start = 0
+    if end < 0:
+        end = 0
+    if end >= n:
+        end = n - 1
+    if start > end or n == 0:
+        return b""
+    return v[start : end + 1]
+
+
+@command("getrange", 4, "readonly", 1, 1, 1, group="string")
+def getrange(c: Any, argv: list[bytes]) -> Any:
+    return _getrange(c, argv)
+
+
+@command("substr", 4, "readonly", 1, 1, 1, group="string")
+def substr(c: Any, argv: list[bytes]) -> Any:
+    return _getrange(c, argv)
+
+
+@command("setrange", 4, "write denyoom", 1, 1, 1, group="string")
+def setrange(c: Any, argv: list[bytes]) -> Any:
+    off = str2int(argv[2])
+    if off is None:
+        raise NOT_INTEGER
+    if off < 0:
+        raise RedisError("ERR offset is out of range")
+    val = argv[3]
+    db = c.db
+    v = db.lookup_string(argv[1])
+    if v is None:
+        if not val:
+            return 0
+        v = b""
+    elif not val:
+        return len(v)
+    if off + len(val) > _MAX_STRING:
+        raise RedisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    if len(v) < off:
+        v = v + b"\x00" * (off - len(v))
+    new = v[:off] + val + v[off + len(val) :]
+    db.set(argv[1], new, keepttl=True)
+    return len(new)

@@ -1,0 +1,1 @@
+"""transactions commands (to be written)."""

@@ -1,0 +1,147 @@
+"""Argument parsing shared by the command modules, with Redis's strictness."""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import NOT_FLOAT, NOT_INTEGER, SYNTAX, TIMEOUT_NEGATIVE, TIMEOUT_NOT_FLOAT
+from ..resp import RedisError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def str2int(b: bytes) -> int | None:
+    """Redis's string2ll: strict decimal int64, or None."""
+    n = len(b)
+    if n == 0 or n > 20:
+        return None
+    if n == 1:
+        c = b[0]
+        return c - 48 if 48 <= c <= 57 else None
+    c0 = b[0]
+    if c0 == 45:  # '-'
+        if b[1] < 49 or b[1] > 57:
+            return None
+    elif c0 < 49 or c0 > 57:
+        return None
+    if not b[1:].isdigit():
+        return None
+    v = int(b)
+    if v < INT64_MIN or v > INT64_MAX:
+        return None
+    return v
+
+
+def parse_int(b: bytes, err: RedisError = NOT_INTEGER) -> int:
+    v = str2int(b)
+    if v is None:
+        raise err
+    return v
+
+
+def parse_float(b: bytes, err: RedisError = NOT_FLOAT, allow_nan: bool = False) -> float:
+    """strtod-like parse: no surrounding spaces, no NaN, inf accepted."""
+    if not b or b[0] in b" \t\n\r\x0b\x0c" or b[-1] in b" \t\n\r\x0b\x0c" or b"_" in b:
+        raise err
+    try:
+        v = float(b)
+    except ValueError:
+        try:
+            s = b.decode("ascii")
+            v = float.fromhex(s) if "0x" in s.lower() else float("x")
+        except (ValueError, UnicodeDecodeError):
+            raise err from None
+    if v != v and not allow_nan:
+        raise err
+    return v
+
+
+def parse_timeout(b: bytes) -> float:
+    """A blocking command's timeout in seconds (fractional allowed)."""
+    try:
+        v = parse_float(b, TIMEOUT_NOT_FLOAT)
+    except RedisError:
+        raise TIMEOUT_NOT_FLOAT from None
+    if math.isinf(v):
+        raise TIMEOUT_NOT_FLOAT
+    if v < 0:
+        raise TIMEOUT_NEGATIVE
+    return v
+
+
+def parse_nonneg(b: bytes, what: str) -> int:
+    v = parse_int(b)
+    if v < 0:
+        raise RedisError(f"ERR {what} is out of range, must be positive")
+    return v
+
+
+def eq(a: bytes, lit: bytes) -> bool:
+    """Case-insensitive comparison of an argument with a lowercase keyword."""
+    return len(a) == len(lit) and a.lower() == lit
+
+
+def syntax() -> RedisError:
+    return SYNTAX
+
+
+# ---- INCRBYFLOAT / HINCRBYFLOAT: Redis computes in x87 long double ---------
+def _parse_ld(b: bytes) -> "Fraction":
+    from decimal import Decimal, InvalidOperation
+    from fractions import Fraction
+
+    if not b or b[0] in b" \t\n\r\x0b\x0c" or b[-1] in b" \t\n\r\x0b\x0c" or b"_" in b:
+        raise NOT_FLOAT
+    try:
+        d = Decimal(b.decode("ascii"))
+    except (InvalidOperation, UnicodeDecodeError):
+        raise NOT_FLOAT from None
+    if d.is_nan():
+        raise NOT_FLOAT
+    if d.is_infinite():
+        raise RedisError("ERR increment would produce NaN or Infinity")
+    return _round_ld(Fraction(d))
+
+
+def _round_ld(q: "Fraction") -> "Fraction":
+    """Round to the nearest value with a 64-bit significand (ties to even)."""
+    from fractions import Fraction
+
+    if q == 0:
+        return q
+    neg = q < 0
+    a = -q if neg else q
+    e = a.numerator.bit_length() - a.denominator.bit_length() - 64
+    while True:
+        m = a / Fraction(2) ** e
+        if m >= 2**64:
+            e += 1
+        elif m < 2**63:
+            e -= 1
+        else:
+            break
+    r = Fraction(round(m)) * Fraction(2) ** e
+    if abs(r) > Fraction(2) ** 16384:
+        raise RedisError("ERR increment would produce NaN or Infinity")
+    return -r if neg else r
+
+
+def format_ld_human(q: "Fraction") -> bytes:
+    """printf("%.17Lf") then trailing zeros (and dot) removed."""
+    neg = q < 0
+    a = -q if neg else q
+    scaled = round(a * 10**17)  # exact value, rounded half-even like glibc
+    s = str(scaled).rjust(18, "0")
+    ip, fp = s[:-17], s[-17:].rstrip("0")
+    out = ip + ("." + fp if fp else "")
+    if neg and out != "0":
+        out = "-" + out
+    return out.encode()
+
+
+def long_double_add(cur: bytes | None, incr: bytes) -> bytes:
+    """``cur + incr`` as Redis's INCRBYFLOAT computes and prints it."""
+    a = _parse_ld(cur) if cur is not None else _parse_ld(b"0")
+    b = _parse_ld(incr)
+    return format_ld_human(_round_ld(a + b))

@@ -1,0 +1,108 @@
+"""Fixtures: a real respqueue process, a real redis-server, and clients for both.
+
+``diff`` sends the same commands to both servers over raw sockets and
+compares the replies byte for byte (error texts included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from .servers import RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
+
+
+@pytest.fixture(scope="session")
+def rq_server() -> Iterator[ServerProcess]:
+    srv = start_respqueue()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_ref() -> Iterator[ServerProcess]:
+    if redis_server_path() is None:
+        pytest.skip("reference redis-server is not installed (apt-get install redis-server)")
+    srv = start_redis()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def r(rq_server: ServerProcess) -> Iterator[redis.Redis]:
+    """A redis-py client on a freshly flushed respqueue."""
+    client = redis.Redis(port=rq_server.port, socket_timeout=10)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def ref(redis_ref: ServerProcess) -> Iterator[redis.Redis]:
+    """A redis-py client on a freshly flushed reference Redis."""
+    client = redis.Redis(port=redis_ref.port, socket_timeout=10)
+    client.flushall()
+    yield client
+    client.close()
+
+
+class Diff:
+    """Send each command to respqueue and to Redis; the raw replies must match."""
+
+    def __init__(self, rq_port: int, ref_port: int, resp3: bool = False) -> None:
+        self.rq = RawConn(rq_port)
+        self.ref = RawConn(ref_port)
+        self.log: list[tuple[Any, ...]] = []
+        for conn in (self.rq, self.ref):
+            conn.call_raw("FLUSHALL")
+            if resp3:
+                conn.call_raw("HELLO", "3")
+
+    def both(self, *args: Any) -> tuple[bytes, bytes]:
+        self.log.append(args)
+        return self.rq.call_raw(*args), self.ref.call_raw(*args)
+
+    def __call__(self, *args: Any) -> bytes:
+        """Run a command on both servers, assert identical bytes, return them."""
+        got, want = self.both(*args)
+        assert got == want, f"{args!r}\n respqueue: {got!r}\n     redis: {want!r}\n history: {self.log[-10:]!r}"
+        return got
+
+    def unordered(self, *args: Any) -> list[Any]:
+        """For replies whose element order Redis leaves undefined: compare sorted."""
+        import hiredis
+
+        got, want = self.both(*args)
+
+        def parse(b: bytes) -> Any:
+            rd = hiredis.Reader()
+            rd.feed(b)
+            return rd.gets()
+
+        g, w = parse(got), parse(want)
+        if isinstance(g, list) and isinstance(w, list):
+            assert sorted(map(repr, g)) == sorted(map(repr, w)), f"{args!r}\n respqueue: {g!r}\n     redis: {w!r}"
+        else:
+            assert got == want, f"{args!r}\n respqueue: {got!r}\n     redis: {want!r}"
+        return g
+
+    def close(self) -> None:
+        self.rq.close()
+        self.ref.close()
+
+
+@pytest.fixture
+def diff(rq_server: ServerProcess, redis_ref: ServerProcess) -> Iterator[Diff]:
+    d = Diff(rq_server.port, redis_ref.port)
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def diff3(rq_server: ServerProcess, redis_ref: ServerProcess) -> Iterator[Diff]:
+    d = Diff(rq_server.port, redis_ref.port, resp3=True)
+    yield d
+    d.close()

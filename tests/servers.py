@@ -1,0 +1,171 @@
+"""Real servers for the tests: respqueue as a subprocess, redis-server from Debian."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import hiredis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(64):
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing answered on port {port}")
+
+
+class ServerProcess:
+    """A server process on a free port, stopped by :meth:`stop`."""
+
+    def __init__(self, argv: list[str], port: int, workdir: str, env: dict[str, str] | None = None) -> None:
+        self.port = port
+        self.workdir = workdir
+        self.log_path = os.path.join(workdir, "server.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
+        try:
+            wait_port(port, self.proc)
+        except Exception:
+            self.stop()
+            raise
+
+    def stop(self, sig: int | None = None) -> int | None:
+        if self.proc.poll() is None:
+            if sig is None:
+                self.proc.terminate()
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def output(self) -> str:
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+
+def start_respqueue(*extra: str, port: int | None = None, workdir: str | None = None) -> ServerProcess:
+    port = port or free_port()
+    workdir = workdir or tempfile.mkdtemp(prefix="rq-")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(port), "--dir", os.path.join(workdir, "data"), *extra]
+    return ServerProcess(argv, port, workdir, env)
+
+
+def redis_server_path() -> str | None:
+    return shutil.which("redis-server")
+
+
+def start_redis(*extra: str) -> ServerProcess:
+    exe = redis_server_path()
+    if exe is None:
+        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="redis-")
+    argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir, *extra]
+    return ServerProcess(argv, port, workdir)
+
+
+def encode_command(args: tuple[Any, ...] | list[Any]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, (int, float)):
+            a = repr(a).encode() if isinstance(a, float) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class RawConn:
+    """A raw RESP connection that returns each reply's exact bytes."""
+
+    def __init__(self, port: int, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.reader = hiredis.Reader()
+        self.pending = b""
+
+    def send(self, *args: Any) -> None:
+        self.sock.sendall(encode_command(args))
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_raw(self) -> bytes:
+        """Read exactly one reply and return its bytes."""
+        buf = bytearray()
+        reader = hiredis.Reader()
+        data = self.pending
+        self.pending = b""
+        while True:
+            if data:
+                # feed byte ranges until one reply completes, to keep leftovers
+                reader.feed(data)
+                buf += data
+                r = reader.gets()
+                if r is not False:
+                    # find the exact end: re-parse prefix lengths
+                    end = _reply_end(bytes(buf))
+                    self.pending = bytes(buf[end:])
+                    return bytes(buf[:end])
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("server closed the connection")
+
+    def call_raw(self, *args: Any) -> bytes:
+        self.send(*args)
+        return self.read_raw()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _reply_end(buf: bytes, pos: int = 0) -> int:
+    """Offset just past the RESP value starting at ``pos``."""
+    t = buf[pos : pos + 1]
+    nl = buf.index(b"\r\n", pos)
+    line = buf[pos + 1 : nl]
+    pos = nl + 2
+    if t in (b"+", b"-", b":", b"_", b",", b"#", b"("):
+        return pos
+    if t in (b"$", b"=", b"!"):
+        n = int(line)
+        return pos if n < 0 else pos + n + 2
+    if t in (b"*", b"~", b">", b"%", b"|"):
+        n = int(line)
+        if n < 0:
+            return pos
+        if t in (b"%", b"|"):
+            n *= 2
+        for _ in range(n):
+            pos = _reply_end(buf, pos)
+        return pos
+    raise ValueError(f"bad RESP type byte {t!r}")
