@@ -1,0 +1,83 @@
+"""Shared helpers for the benchmarks: start respqueue and redis-server side by side."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(64):
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing answered on port {port}")
+
+
+class Proc:
+    def __init__(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.port = port
+        self.workdir = tempfile.mkdtemp(prefix=f"bench-{name}-")
+        self.proc = subprocess.Popen(argv + [], cwd=self.workdir, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        """User+system CPU time the server process has used so far."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(parts[11]) + int(parts[12])) / ticks
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_respqueue(*extra: str) -> Proc:
+    port = free_port()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(port), "--dir", "data", "--log-level", "warning", *extra]
+    return Proc("respqueue", argv, port, env)
+
+
+def start_redis(*extra: str) -> Proc:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra]
+    return Proc("redis", argv, port)
+
+
+def machine() -> str:
+    return f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
