@@ -1,0 +1,221 @@
+"""The list type: a double-ended queue of byte strings.
+
+Backed by :class:`collections.deque`, so pushes and pops at either end are
+O(1) and every search (LPOS, LREM, LINSERT) runs at C speed: forward with
+``deque.index`` and backward with :func:`operator.indexOf` over
+``reversed(deque)``. Positional access walks from the nearer end, so work
+near either end of a 1M-element list stays cheap.
+
+Commands use only the methods below (indexes are already normalised to
+``0 <= i < len``), so a specialised container with the same interface can
+replace this one for particular keys.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from operator import indexOf
+
+
+class List:
+    """A Redis list."""
+
+    __slots__ = ("_d",)
+
+    rtype = b"list"
+
+    def __init__(self, items: Iterable[bytes] = ()) -> None:
+        self._d: deque[bytes] = deque(items)
+
+    # ---- container contract --------------------------------------------
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._d)
+
+    def __repr__(self) -> str:
+        return f"List({list(islice(self._d, 8))!r}{'...' if len(self._d) > 8 else ''}, len={len(self._d)})"
+
+    def copy(self) -> List:
+        return List(self._d)
+
+    def encoding(self) -> bytes:
+        # Redis 7.0 stores every list as a quicklist (of listpack nodes).
+        return b"quicklist"
+
+    def memory_usage(self) -> int:
+        """An estimate in the spirit of Redis's quicklist accounting (sampled)."""
+        d = self._d
+        n = len(d)
+        if n == 0:
+            return 48
+        sample = list(islice(d, 32)) if n > 32 else list(d)
+        per = sum(len(x) for x in sample) / len(sample) + 2
+        data = int(per * n)
+        nodes = data // 8192 + 1
+        return 40 + nodes * (32 + 12) + data + nodes * 6
+
+    # ---- ends --------------------------------------------------------------
+    def push_left(self, values: Iterable[bytes]) -> int:
+        """LPUSH: each value in turn becomes the head; returns the new length."""
+        self._d.extendleft(values)
+        return len(self._d)
+
+    def push_right(self, values: Iterable[bytes]) -> int:
+        self._d.extend(values)
+        return len(self._d)
+
+    def push_one(self, value: bytes, left: bool) -> None:
+        if left:
+            self._d.appendleft(value)
+        else:
+            self._d.append(value)
+
+    def pop_one(self, left: bool) -> bytes:
+        """Remove and return the head (or tail); the list must not be empty."""
+        return self._d.popleft() if left else self._d.pop()
+
+    def pop_many(self, count: int, left: bool) -> list[bytes]:
+        """Remove up to ``count`` elements from one end, in pop order."""
+        d = self._d
+        n = len(d)
+        if count >= n:
+            out = list(d) if left else list(reversed(d))
+            d.clear()
+            return out
+        if left:
+            out = list(islice(d, count))
+            if count == 1:
+                d.popleft()
+            else:
+                # drop the first ``count`` elements at C speed
+                d.rotate(-count)
+                for _ in range(count):
+                    d.pop()
+        else:
+            out = list(islice(reversed(d), count))
+            for _ in range(count):
+                d.pop()
+        return out
+
+    # ---- positions -------------------------------------------------------
+    def get(self, index: int) -> bytes:
+        """Element at ``0 <= index < len`` (walks from the nearer end)."""
+        return self._d[index]
+
+    def set(self, index: int, value: bytes) -> None:
+        self._d[index] = value
+
+    def range(self, start: int, stop: int) -> list[bytes]:
+        """Elements ``start..stop`` inclusive, ``0 <= start <= stop < len``."""
+        d = self._d
+        n = len(d)
+        if start == 0 and stop == n - 1:
+            return list(d)
+        if n - 1 - stop < start:
+            # closer to the tail: walk backwards
+            out = list(islice(reversed(d), n - 1 - stop, n - start))
+            out.reverse()
+            return out
+        return list(islice(d, start, stop + 1))
+
+    def trim(self, start: int, stop: int) -> None:
+        """Keep only ``start..stop`` inclusive (``stop < start`` keeps nothing)."""
+        d = self._d
+        n = len(d)
+        if stop < start or start >= n:
+            d.clear()
+            return
+        drop_left = start
+        drop_right = n - 1 - stop
+        keep = n - drop_left - drop_right
+        if drop_left + drop_right <= keep:
+            if drop_left:
+                d.rotate(-drop_left)
+                for _ in range(drop_left + drop_right):
+                    d.pop()
+            else:
+                for _ in range(drop_right):
+                    d.pop()
+        else:
+            self._d = deque(self.range(start, stop))
+
+    # ---- searches ------------------------------------------------------
+    def find(self, value: bytes, from_tail: bool = False) -> int:
+        """Index of the first match from the head (or the tail), or -1."""
+        d = self._d
+        try:
+            if from_tail:
+                return len(d) - 1 - indexOf(reversed(d), value)
+            return d.index(value)
+        except ValueError:
+            return -1
+
+    def positions(self, value: bytes, rank: int, count: int, maxlen: int, from_tail: bool) -> list[int]:
+        """LPOS: indexes of matches ``rank`` (1-based) onwards, at most ``count``
+        of them (0: all), looking at the first ``maxlen`` elements (0: all)
+        from the head or the tail."""
+        d = self._d
+        n = len(d)
+        limit = n if maxlen == 0 or maxlen > n else maxlen
+        it: Iterator[bytes] = reversed(d) if from_tail else iter(d)
+        if limit < n:
+            it = islice(it, limit)
+        out: list[int] = []
+        pos = -1
+        seen = 0
+        while True:
+            try:
+                pos += indexOf(it, value) + 1
+            except ValueError:
+                break
+            seen += 1
+            if seen >= rank:
+                out.append(n - 1 - pos if from_tail else pos)
+                if count and len(out) >= count:
+                    break
+        return out
+
+    def insert(self, pivot: bytes, value: bytes, after: bool) -> int:
+        """LINSERT: insert next to the first ``pivot`` from the head; -1 if absent."""
+        d = self._d
+        try:
+            i = d.index(pivot)
+        except ValueError:
+            return -1
+        d.insert(i + 1 if after else i, value)
+        return len(d)
+
+    def remove(self, value: bytes, count: int) -> int:
+        """LREM: remove ``|count|`` matches (all with 0), from the tail when negative."""
+        d = self._d
+        if count == 0:
+            if value not in d:
+                return 0
+            n = len(d)
+            self._d = d = deque(filter(value.__ne__, d))
+            return n - len(d)
+        removed = 0
+        if count > 0:
+            i = 0
+            while removed < count:
+                try:
+                    i = d.index(value, i)
+                except ValueError:
+                    break
+                del d[i]
+                removed += 1
+        else:
+            count = -count
+            skip = 0  # offset from the tail where the next search starts
+            while removed < count:
+                try:
+                    skip += indexOf(islice(reversed(d), skip, None), value) if skip else indexOf(reversed(d), value)
+                except ValueError:
+                    break
+                del d[len(d) - 1 - skip]
+                removed += 1
+        return removed
