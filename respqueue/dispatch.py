@@ -9,12 +9,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .commands.registry import COMMANDS as _COMMANDS
 from .commands.registry import Command, lookup
 from .errors import NOAUTH, unknown_command, unknown_subcommand, wrong_args
 from .resp import QUEUED, RedisError
 
 log = logging.getLogger("respqueue")
 
+# what a RESP2 client in subscribed mode may still run
+_PUBSUB_ALLOWED = frozenset(
+    {"ping", "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "quit", "reset"}
+)
 _MULTI_PASSTHROUGH = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 _BUSY_ALLOWED = frozenset({"script|kill", "function|kill", "shutdown", "auth", "hello", "multi", "discard", "exec", "watch", "unwatch", "reset", "quit"})
 
@@ -57,32 +62,57 @@ def resolve(argv: list[bytes]) -> Command | RedisError:
 
 def process(client: Any, argv: list[bytes]) -> Any:
     """Run one request from a network client; returns the reply (or a Block)."""
-    cmd = resolve(argv)
-    if type(cmd) is not Command:
-        if client.multi is not None:
-            client.multi_error = True
-        client.server.stats_rejected_calls += 1
-        return cmd
+    cmd = _COMMANDS.get(argv[0])
+    if cmd is None or cmd.subcommands is not None:
+        cmd = resolve(argv)
+        if type(cmd) is not Command:
+            return _rejected(client, cmd, argv)
+    else:
+        ar = cmd.arity
+        if (ar > 0 and len(argv) != ar) or len(argv) < -ar:
+            return _rejected(client, wrong_args(cmd.fullname), argv)
     client.last_cmd = cmd
     if not client.authenticated and not cmd.noauth:
-        if client.multi is not None:
-            client.multi_error = True
-        return NOAUTH
-    if client.resp == 2 and (client.channels or client.patterns) and not cmd.pubsub_ok:
+        return _rejected(client, NOAUTH, argv)
+    if (client.channels or client.patterns) and client.resp == 2 and cmd.name not in _PUBSUB_ALLOWED:
         return RedisError(
             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
             % cmd.fullname
         )
-    server = client.server
-    if server.busy_script is not None and cmd.fullname not in _BUSY_ALLOWED:
-        return server.busy_error()
+    if client.server.busy_script is not None and cmd.fullname not in _BUSY_ALLOWED:
+        return client.server.busy_error()
     if client.multi is not None and cmd.name not in _MULTI_PASSTHROUGH:
         if cmd.no_multi:
             client.multi_error = True
             return RedisError("ERR Command not allowed inside a transaction")
         client.multi.append((cmd, argv))
         return QUEUED
-    return call(client, cmd, argv)
+    try:
+        r = cmd.proc(client, argv)  # type: ignore[misc]
+    except RedisError as e:
+        e.__traceback__ = None
+        cmd.failed_calls += 1
+        r = e
+    except Exception:
+        log.exception("internal error running %s", cmd.fullname)
+        cmd.failed_calls += 1
+        r = RedisError(f"ERR internal error while running '{cmd.fullname}'")
+    cmd.calls += 1
+    return r
+
+
+def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> RedisError:
+    client.server.stats_rejected_calls += 1
+    if client.multi is not None:
+        client.multi_error = True
+        if argv is not None and argv[0].lower() == b"exec":
+            # Redis's execCommandAbort: the rejected EXEC discards the transaction
+            from .commands.transactions import discard_transaction
+
+            discard_transaction(client)
+            msg = err.msg.split(b" ", 1)[1] if b" " in err.msg else err.msg
+            return RedisError(b"EXECABORT Transaction discarded because of: " + msg)
+    return err
 
 
 def call(client: Any, cmd: Command, argv: list[bytes]) -> Any:

@@ -176,12 +176,17 @@ class Database:
         return n
 
     def flush(self) -> None:
+        if self.watched:
+            # only watchers of keys that existed are affected, as Redis's touchAllWatchedKeysInDb
+            for key, clients in self.watched.items():
+                if key in self.data:
+                    for c in clients:
+                        c.dirty_cas = True
         n = len(self.data)
         self.data.clear()
         self.expires.clear()
         self.expire_heap.clear()
         self.server.dirty += n
-        self.touch_all_watched()
         if self.server.journal is not None:
             self.server.journal.db_flushed(self)
 

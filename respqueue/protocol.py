@@ -17,16 +17,18 @@ import hiredis
 
 from .client import Client
 from .dispatch import Block, process
-from .inline import InlineError, split_inline
-from .resp import NO_REPLY, NULL_ARRAY, Push, RedisError, encode
+from .inline import ProtocolError, RequestParser, skip_replies
+from .resp import NO_REPLY, NULL_ARRAY, Push, encode
 
 if TYPE_CHECKING:
     from .server import Server
 
 log = logging.getLogger("respqueue")
 
-_STAR = 42  # b"*"
-_INLINE_MAX = 64 * 1024
+# Raw input kept for re-reading a request exactly (see _switch_to_slow).
+_RAW_CAP = 256 * 1024
+# A partial request is vetted by the exact parser after reads this small.
+_SMALL_READ = 16 * 1024
 
 
 class BlockState:
@@ -48,8 +50,14 @@ class ClientConnection(asyncio.Protocol, Client):
         self.transport: asyncio.Transport | None = None
         self.blocked: BlockState | None = None
         self.closing = False
-        self.inline_buf: bytes | None = None
-        self.qbuf = 0
+        # Bytes fed to ``reader`` since it last had nothing pending (capped), and
+        # how many requests it returned from them: enough to re-read a request
+        # with the exact rules of :class:`RequestParser` when hiredis balks.
+        self.raw: list[bytes] = []
+        self.raw_len = 0
+        self.raw_k = 0
+        # Set while the exact (slow) parser owns the input.
+        self.slow: RequestParser | None = None
         self.addr = b"?:0"
         self.laddr = b"?:0"
         self.fd = -1
@@ -85,6 +93,9 @@ class ClientConnection(asyncio.Protocol, Client):
             return
         s.clients[self.id] = self
         transport.set_write_buffer_limits(high=s.config.output_pause_bytes)
+        if not self.authenticated:
+            # Redis limits request sizes before AUTH: use the exact parser until then
+            self.slow = RequestParser()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -111,111 +122,137 @@ class ClientConnection(asyncio.Protocol, Client):
             self.transport.close()
 
     def close_after_reply(self) -> None:
+        """Stop reading; close once the replies of this round are written (QUIT, KILL)."""
+        if self.closing:
+            return
         self.closing = True
-        if self.transport is not None:
-            self.transport.close()  # asyncio flushes buffered writes before closing
+        t = self.transport
+        if t is not None:
+            # deferred: the reply being built (e.g. QUIT's +OK) is written first,
+            # and asyncio flushes buffered writes before closing
+            asyncio.get_running_loop().call_soon(t.close)
 
     # ---- input ----------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
         self.last_interaction = time.time()
-        if self.inline_buf is not None:
-            self._inline(data)
-            return
-        self.reader.feed(data)
-        if self.blocked is not None or self.processing:
-            self.qbuf += len(data)
-            if self.qbuf > self.server.config.client_query_buffer_limit:
+        if self.slow is not None:
+            self.slow.feed(data)
+            if self.blocked is None and not self.processing:
+                self._process_slow()
+            elif self.slow.pending() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
             return
-        self._process(data)
+        self.reader.feed(data)
+        if self.raw_len < _RAW_CAP:
+            self.raw.append(data)
+        self.raw_len += len(data)
+        if self.blocked is not None or self.processing:
+            if self.reader.len() > self.server.config.client_query_buffer_limit:
+                self.close("query buffer limit reached")
+            return
+        self._process()
 
-    def _inline(self, data: bytes) -> None:
-        buf = self.inline_buf + data if self.inline_buf else data
-        out: list[bytes] = []
-        resp3 = self.resp == 3
-        while buf and self.blocked is None and not self.closing:
-            if buf[0] == _STAR:
-                # back to multibulk: hand the rest to a fresh reader
-                self.inline_buf = None
-                self.reader = hiredis.Reader()
-                self.reader.feed(buf)
-                if out:
-                    self.write(b"".join(out))
-                self._process(buf)
-                return
-            nl = buf.find(b"\n")
-            if nl < 0:
-                if len(buf) > _INLINE_MAX:
-                    self._protocol_error(out, "too big inline request")
-                    return
-                break
-            line, buf = buf[:nl], buf[nl + 1 :]
-            try:
-                argv = split_inline(line)
-            except InlineError:
-                self._protocol_error(out, "unbalanced quotes in request")
-                return
-            if not argv:
-                continue
-            if not self._execute(argv, out, resp3):
-                self.inline_buf = buf
-                if out:
-                    self.write(b"".join(out))
-                return
-        self.inline_buf = buf if buf else None
-        if self.inline_buf is None:
-            self.reader = hiredis.Reader()
-        if out:
-            self.write(b"".join(out))
-
-    def _process(self, data: bytes | None = None) -> None:
-        """Run every complete request buffered in the reader."""
+    def _process(self) -> None:
+        """Run every complete request buffered in the reader (the fast path)."""
         reader = self.reader
         out: list[bytes] = []
-        resp3 = self.resp == 3
-        completed = False
+        n = 0
+        odd = False
         self.processing = True
         try:
             while self.blocked is None and not self.closing:
                 try:
                     argv = reader.gets()
-                except hiredis.ProtocolError as e:
-                    self._hiredis_error(out, str(e), data, completed)
+                except hiredis.ProtocolError:
+                    odd = True
                     break
                 if argv is False:
+                    if not reader.has_data():
+                        # nothing pending: forget the raw bytes
+                        if self.raw:
+                            self.raw.clear()
+                        self.raw_len = 0
+                        self.raw_k = n = 0
+                    elif self.raw_len <= _RAW_CAP and (n == 0 or self.raw_len <= _SMALL_READ):
+                        # a partial request: let the exact parser vet it
+                        odd = True
+                    elif reader.len() > self.server.config.client_query_buffer_limit:
+                        self.close("query buffer limit reached")
                     break
-                completed = True
                 if type(argv) is not list:
-                    if not completed_inline_candidate(data, argv):
-                        self._protocol_error(out, "expected '*', got something else")
-                    else:
-                        self._switch_to_inline(data, out)
+                    odd = True
                     break
-                if not argv:
-                    continue
                 for a in argv:
                     if type(a) is not bytes:
-                        self._protocol_error(out, "expected '$', got '%s'" % _type_byte(a))
-                        return
-                if not self._execute(argv, out, resp3):
+                        odd = True
+                        break
+                if odd:
+                    break
+                n += 1
+                if not argv:
+                    continue
+                if not self._execute(argv, out):
                     break
         finally:
             self.processing = False
-            if out and not (self.closing and self.transport is None):
+            self.raw_k += n
+            if out:
                 self.write(b"".join(out))
-        if data is not None:
-            self.qbuf = len(data) if completed else self.qbuf + len(data)
-            if not completed and self.qbuf > 1024 and data[:1] == b"*" and self.qbuf == len(data):
-                err = _check_header(data, self.server.config.proto_max_bulk_len)
-                if err:
-                    self._protocol_error([], err)
-                    return
-            if self.qbuf > self.server.config.client_query_buffer_limit:
-                self.close("query buffer limit reached")
+        if odd and not self.closing:
+            self._switch_to_slow()
 
-    def _execute(self, argv: list[bytes], out: list[bytes], resp3: bool) -> bool:
+    def _switch_to_slow(self) -> None:
+        """Hand the input from the first request hiredis did not return to RequestParser."""
+        raw_k = self.raw_k
+        ok = self.raw_len == sum(map(len, self.raw))
+        buf = b"".join(self.raw)
+        self.raw.clear()
+        self.raw_len = self.raw_k = 0
+        self.reader = hiredis.Reader()
+        if ok:
+            try:
+                rest = buf[skip_replies(buf, 0, raw_k) :]
+            except (ValueError, IndexError):
+                ok = False
+        if not ok:
+            # too much input to re-read exactly: report what is most likely wrong
+            self._protocol_error([], "invalid multibulk length")
+            return
+        self.slow = RequestParser(rest)
+        self._process_slow()
+
+    def _process_slow(self) -> None:
+        """Run the requests of the exact parser; back to hiredis once it is idle."""
+        p = self.slow
+        assert p is not None
+        out: list[bytes] = []
+        server = self.server
+        self.processing = True
+        try:
+            while self.blocked is None and not self.closing:
+                try:
+                    argv = p.next(self.authenticated, server.config.proto_max_bulk_len)
+                except ProtocolError as e:
+                    self._protocol_error(out, e.msg)
+                    return
+                if argv is None:
+                    break
+                if argv and not self._execute(argv, out):
+                    break
+        finally:
+            self.processing = False
+            if out:
+                self.write(b"".join(out))
+        if self.closing or self.blocked is not None or self.slow is not p:
+            return
+        if p.idle() and self.authenticated:
+            self.slow = None
+        elif p.pending() > server.config.client_query_buffer_limit:
+            self.close("query buffer limit reached")
+
+    def _execute(self, argv: list[bytes], out: list[bytes]) -> bool:
         """Run one request; False when the client blocked or must stop reading."""
         server = self.server
         server.stats_commands += 1
@@ -236,31 +273,8 @@ class ClientConnection(asyncio.Protocol, Client):
             return False
         return True
 
-    def _hiredis_error(self, out: list[bytes], msg: str, data: bytes | None, completed: bool) -> None:
-        # hiredis saw a non-RESP byte where a request should start: an inline command
-        if "reply type byte" in msg and data and not completed and data[0] != _STAR:
-            self._switch_to_inline(data, out)
-            return
-        if "multi-bulk length" in msg:
-            self._protocol_error(out, "invalid multibulk length")
-        elif "bulk" in msg and "length" in msg:
-            self._protocol_error(out, "invalid bulk length")
-        elif "reply type byte" in msg:
-            ch = msg.split('"')[1] if '"' in msg else "?"
-            self._protocol_error(out, "expected '$', got '%s'" % ch)
-        else:
-            self._protocol_error(out, msg)
-
-    def _switch_to_inline(self, data: bytes | None, out: list[bytes]) -> None:
-        if out:
-            self.write(b"".join(out))
-            out.clear()
-        self.reader = hiredis.Reader()
-        self.inline_buf = b""
-        self._inline(data or b"")
-
     def _protocol_error(self, out: list[bytes], what: str) -> None:
-        out.append(b"-ERR Protocol error: %s\r\n" % what.encode())
+        out.append(b"-ERR Protocol error: %s\r\n" % what.encode("latin-1").replace(b"\r", b" ").replace(b"\n", b" "))
         self.write(b"".join(out))
         out.clear()
         log.info("protocol error from client id=%d addr=%s: %s", self.id, self.addr.decode(), what)
@@ -317,54 +331,10 @@ class ClientConnection(asyncio.Protocol, Client):
 
     def _resume_now(self) -> None:
         if self.blocked is None and not self.closing and not self.processing:
-            if self.inline_buf is not None:
-                self._inline(b"")
+            if self.slow is not None:
+                self._process_slow()
             else:
                 self._process()
-
-
-def completed_inline_candidate(data: bytes | None, r: Any) -> bool:
-    return bool(data) and data[0] != _STAR  # type: ignore[index]
-
-
-def _type_byte(a: Any) -> str:
-    if isinstance(a, int):
-        return ":"
-    if isinstance(a, list):
-        return "*"
-    if isinstance(a, RedisError) or isinstance(a, hiredis.ReplyError):
-        return "-"
-    return "+"
-
-
-def _check_header(data: bytes, max_bulk: int) -> str | None:
-    """Validate the multibulk header of a request that spans reads."""
-    nl = data.find(b"\r\n")
-    if nl < 0:
-        return None
-    try:
-        n = int(data[1:nl])
-    except ValueError:
-        return "invalid multibulk length"
-    if n > 1024 * 1024:
-        return "invalid multibulk length"
-    pos = nl + 2
-    for _ in range(min(n, 64)):
-        if pos >= len(data):
-            break
-        if data[pos : pos + 1] != b"$":
-            return None
-        nl = data.find(b"\r\n", pos)
-        if nl < 0:
-            break
-        try:
-            ln = int(data[pos + 1 : nl])
-        except ValueError:
-            return "invalid bulk length"
-        if ln < 0 or ln > max_bulk:
-            return "invalid bulk length"
-        pos = nl + 2 + ln + 2
-    return None
 
 
 __all__ = ["ClientConnection", "NO_REPLY", "NULL_ARRAY"]

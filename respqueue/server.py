@@ -225,7 +225,7 @@ class Server:
         for srv in self.listeners:
             try:
                 await asyncio.wait_for(srv.wait_closed(), 2)
-            except (asyncio.TimeoutError, Exception):
+            except (TimeoutError, Exception):
                 pass
         if self.config.unixsocket:
             try:

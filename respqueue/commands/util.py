@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 from ..errors import NOT_FLOAT, NOT_INTEGER, SYNTAX, TIMEOUT_NEGATIVE, TIMEOUT_NOT_FLOAT
 from ..resp import RedisError
@@ -87,15 +89,16 @@ def syntax() -> RedisError:
 
 
 # ---- INCRBYFLOAT / HINCRBYFLOAT: Redis computes in x87 long double ---------
-def _parse_ld(b: bytes) -> "Fraction":
-    from decimal import Decimal, InvalidOperation
-    from fractions import Fraction
-
+def _parse_ld(b: bytes) -> Fraction:
     if not b or b[0] in b" \t\n\r\x0b\x0c" or b[-1] in b" \t\n\r\x0b\x0c" or b"_" in b:
         raise NOT_FLOAT
     try:
-        d = Decimal(b.decode("ascii"))
-    except (InvalidOperation, UnicodeDecodeError):
+        text = b.decode("ascii")
+        if "0x" in text.lower():  # strtold reads hex floats too
+            d = Decimal(float.fromhex(text))
+        else:
+            d = Decimal(text)
+    except (InvalidOperation, UnicodeDecodeError, ValueError, OverflowError):
         raise NOT_FLOAT from None
     if d.is_nan():
         raise NOT_FLOAT
@@ -104,9 +107,8 @@ def _parse_ld(b: bytes) -> "Fraction":
     return _round_ld(Fraction(d))
 
 
-def _round_ld(q: "Fraction") -> "Fraction":
+def _round_ld(q: Fraction) -> Fraction:
     """Round to the nearest value with a 64-bit significand (ties to even)."""
-    from fractions import Fraction
 
     if q == 0:
         return q
@@ -127,7 +129,7 @@ def _round_ld(q: "Fraction") -> "Fraction":
     return -r if neg else r
 
 
-def format_ld_human(q: "Fraction") -> bytes:
+def format_ld_human(q: Fraction) -> bytes:
     """printf("%.17Lf") then trailing zeros (and dot) removed."""
     neg = q < 0
     a = -q if neg else q

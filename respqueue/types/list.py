@@ -88,13 +88,8 @@ class List:
             return out
         if left:
             out = list(islice(d, count))
-            if count == 1:
+            for _ in range(count):
                 d.popleft()
-            else:
-                # drop the first ``count`` elements at C speed
-                d.rotate(-count)
-                for _ in range(count):
-                    d.pop()
         else:
             out = list(islice(reversed(d), count))
             for _ in range(count):
@@ -213,7 +208,7 @@ class List:
             skip = 0  # offset from the tail where the next search starts
             while removed < count:
                 try:
-                    skip += indexOf(islice(reversed(d), skip, None), value) if skip else indexOf(reversed(d), value)
+                    skip += indexOf(islice(reversed(d), skip, None), value)
                 except ValueError:
                     break
                 del d[len(d) - 1 - skip]

@@ -1,0 +1,394 @@
+"""The Lua scripting runtime: one Lua 5.1 state per server, a SHA1-keyed cache
+of compiled scripts, the sandbox, the redis.call bridge and the time limit.
+
+Engine: lupa's ``lua51`` (PUC Lua 5.1.5, what Redis embeds). LuaJIT 2.1 was
+measured too (interop/bench/lua_engines.py); BullMQ's scripts spend their time
+in the redis.call bridge, where both engines are within a few percent, and
+Lua 5.1 gives Redis's exact semantics (error texts, no ``\\x`` escapes, table
+iteration order, the 8000-slot C stack behind ``unpack``, count hooks that fire
+in every loop and a memory cap).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from typing import Any
+
+from respqueue import keyspace
+from respqueue.client import Client
+from respqueue.commands.registry import Command
+from respqueue.dispatch import Block, call, resolve
+from respqueue.errors import NOSCRIPT
+from respqueue.resp import NO_REPLY, RedisError
+
+from .convert import Converter, error_text, format_number_arg
+from .libs import LuaRaise
+
+log = logging.getLogger("respqueue.lua")
+
+ENGINE = os.environ.get("RESPQUEUE_LUA_ENGINE", "lua51")
+MAX_MEMORY = 1024 * 1024 * 1024  # Lua heap cap (lua51 only)
+MAX_STRING = 512 * 1024 * 1024  # string.rep results above this fail
+
+_SANDBOX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox.lua")
+
+ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
+ERR_NOARGS = b"ERR Please specify at least one argument for this redis lib call"
+ERR_UNKNOWN = b"ERR Unknown Redis command called from script"
+ERR_ARITY = b"ERR Wrong number of args calling Redis command from script"
+ERR_NOSCRIPT_CMD = b"ERR This Redis command is not allowed from script"
+ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
+
+SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
+
+
+def _load_engine() -> Any:
+    if ENGINE == "luajit21":
+        from lupa import luajit21 as mod
+    else:
+        from lupa import lua51 as mod
+    return mod
+
+
+class ScriptClient(Client):
+    """The client that runs a script's redis.call()s: never blocks."""
+
+    is_script = True
+
+    def __init__(self, server: Any) -> None:
+        super().__init__(server)
+        self.authenticated = True
+        self.addr = b"lua"
+        self.laddr = b""
+        self.fd = -1
+        self.blocked = None
+        self.monitor = False
+
+
+class Script:
+    __slots__ = ("sha", "body", "func", "no_writes")
+
+    def __init__(self, sha: bytes, body: bytes, func: Any, no_writes: bool) -> None:
+        self.sha = sha
+        self.body = body
+        self.func = func
+        self.no_writes = no_writes
+
+
+class Scripting:
+    """Hangs on ``server.scripting``; shared by every connection."""
+
+    def __init__(self, server: Any) -> None:
+        from . import libs
+
+        self.server = server
+        mod = _load_engine()
+        self.engine = mod
+        kwargs: dict[str, Any] = dict(
+            encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
+        )
+        if ENGINE != "luajit21":
+            kwargs["max_memory"] = MAX_MEMORY
+        self.lua = lua = mod.LuaRuntime(**kwargs)
+        self.cache: dict[bytes, Script] = {}
+        self.client = ScriptClient(server)
+        self.resp = 2
+        # state of the running script
+        self.running = False
+        self.readonly = False
+        self.wrote = False
+        self.kill_requested = False
+        self.start = 0.0
+        self.last_poll = 0.0
+        self.sha = b""
+        self.caller: Any = None
+        self.busy = False
+
+        self.libs = libs.Libs(self)
+        with open(_SANDBOX, "rb") as fh:
+            src = fh.read()
+        loadstring = lua.globals()[b"loadstring"]
+        chunk = loadstring(src, b"=[respqueue]")
+        if not callable(chunk):
+            raise RuntimeError(f"cannot load the Lua sandbox: {chunk!r}")
+        h = chunk(self._bridge_call, self._bridge_pcall, self._tick, self._unwrap, self.libs.table())
+        self.helpers = h
+        self._compile = h[b"compile"]
+        self._run = h[b"run"]
+        self._err_info = h[b"err_info"]
+        self.table_from = lua.table_from
+        self.conv = Converter(lua, h, mod.lua_type)
+        self.libs.bind(h)
+        self.mk_err = self.conv.mk_err
+
+    # ---- cache ----------------------------------------------------------
+    def compile(self, body: bytes, sha: bytes | None = None) -> Script:
+        """Compile ``body`` (or fetch it from the cache); raises the compile error."""
+        if sha is None:
+            sha = hashlib.sha1(body).hexdigest().encode()
+        s = self.cache.get(sha)
+        if s is not None:
+            return s
+        code = body
+        no_writes = False
+        if body.startswith(b"#!"):
+            code, no_writes = self._shebang(body)
+        res = self._compile(code)
+        if type(res) is tuple:
+            err = res[1]
+            if isinstance(err, bytes):
+                raise RedisError(b"ERR Error compiling script (new function): " + err)
+            raise RedisError(b"ERR Error compiling script (new function): unknown error")
+        s = Script(sha, body, res, no_writes)
+        self.cache[sha] = s
+        return s
+
+    @staticmethod
+    def _shebang(body: bytes) -> tuple[bytes, bool]:
+        nl = body.find(b"\n")
+        if nl < 0:
+            raise RedisError("ERR Invalid script shebang")
+        line = body[2:nl]
+        parts = line.split(b" ")
+        if parts[0] != b"lua":
+            raise RedisError(b"ERR Unexpected engine in script shebang: #!" + parts[0])
+        no_writes = False
+        for p in parts[1:]:
+            if not p:
+                continue
+            if p.startswith(b"flags="):
+                for f in p[6:].split(b","):
+                    if not f:
+                        continue
+                    if f not in SHEBANG_FLAGS:
+                        raise RedisError(b"ERR Unexpected flag in script shebang: " + f)
+                    if f == b"no-writes":
+                        no_writes = True
+            else:
+                raise RedisError(b"ERR Unknown lua shebang option: " + p)
+        # keep line numbers: the shebang line becomes an empty line
+        return body[nl:], no_writes
+
+    def lookup(self, sha: bytes) -> Script | None:
+        s = self.cache.get(sha)
+        if s is None and len(sha) == 40:
+            s = self.cache.get(sha.lower())
+        return s
+
+    def flush(self) -> None:
+        self.cache.clear()
+        self.lua.execute(b"collectgarbage()")
+
+    def memory(self) -> int:
+        try:
+            return int(self.lua.execute(b"return collectgarbage('count')") * 1024)
+        except Exception:
+            return 0
+
+    # ---- EVAL -----------------------------------------------------------
+    def eval(self, c: Any, argv: list[bytes], by_sha: bool, ro: bool) -> Any:
+        from respqueue.commands.util import parse_int
+
+        if by_sha and len(argv[1]) != 40:
+            raise NOSCRIPT
+        numkeys = parse_int(argv[2])
+        if numkeys > len(argv) - 3:
+            raise RedisError(b"ERR Number of keys can't be greater than number of args")
+        if numkeys < 0:
+            raise RedisError(b"ERR Number of keys can't be negative")
+        if by_sha:
+            script = self.lookup(argv[1])
+            if script is None:
+                raise NOSCRIPT
+        else:
+            script = self.compile(argv[1])
+        return self.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro or script.no_writes)
+
+    def run(self, c: Any, script: Script, keys: list[bytes], args: list[bytes], readonly: bool) -> Any:
+        if self.running:
+            raise RedisError(ERR_NOSCRIPT_CMD)
+        sc = self.client
+        sc.db = c.db
+        sc.resp = 2
+        self.resp = 2
+        self.readonly = readonly
+        self.wrote = False
+        self.kill_requested = False
+        self.sha = script.sha
+        self.caller = c
+        self.busy = False
+        prev_frozen = keyspace._frozen_ms
+        if prev_frozen is None:
+            keyspace.freeze_time(int(time.time() * 1000))
+        self.start = time.monotonic()
+        self.running = True
+        try:
+            tf = self.table_from
+            res = self._run(script.func, tf(keys), tf(args))
+        except Exception as e:  # lupa.LuaError, LuaMemoryError
+            res = (False, str(e).encode())
+        finally:
+            self.running = False
+            if prev_frozen is None:
+                keyspace.freeze_time(None)
+            if self.busy:
+                self._end_busy()
+        if type(res) is not tuple:
+            return self.conv.to_reply(None, self.resp) if res else RedisError(b"ERR Error running script")
+        if res[0]:
+            return self.conv.to_reply(res[1] if len(res) > 1 else None, self.resp)
+        return self._script_error(res[1] if len(res) > 1 else None)
+
+    def _script_error(self, err: Any) -> RedisError:
+        info = self._err_info(err)
+        msg, source, line = info if type(info) is tuple else (info, None, None)
+        if not isinstance(msg, bytes):
+            if isinstance(msg, (int, float)):
+                msg = format_number_arg(msg)
+            else:
+                msg = b"ERR unknown error"
+        if isinstance(err, bytes):
+            # not an error table: the handler never ran (out of memory)
+            return RedisError(b"ERR Error running script (call to f_" + self.sha + b"): @user_script: " + msg)
+        if source is not None and line is not None:
+            if isinstance(line, float):
+                line = int(line)
+            msg += b" script: " + self.sha + b", on " + bytes(source) + b":" + str(line).encode() + b"."
+        return RedisError(msg)
+
+    # ---- the redis.call bridge -------------------------------------------
+    def _bridge_call(self, *args: Any) -> Any:
+        try:
+            r = self._call(args)
+        except Exception:
+            log.exception("error in redis.call bridge")
+            raise LuaRaise(self.mk_err(b"ERR internal error in redis.call"), False) from None
+        if type(r) is tuple:
+            raise LuaRaise(r[1], False)
+        return r
+
+    def _bridge_pcall(self, *args: Any) -> Any:
+        try:
+            r = self._call(args)
+        except Exception:
+            log.exception("error in redis.pcall bridge")
+            return self.mk_err(b"ERR internal error in redis.call")
+        if type(r) is tuple:
+            return r[1]
+        return r
+
+    @staticmethod
+    def _unwrap(e: Any) -> Any:
+        if isinstance(e, LuaRaise):
+            return e.value, e.positioned
+        if isinstance(e, BaseException):
+            log.error("Python error inside a script: %r", e)
+            return b"internal error: " + str(e).encode("utf-8", "replace"), False
+        return e, False
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        argv: list[bytes] = []
+        for a in args:
+            t = type(a)
+            if t is bytes:
+                argv.append(a)
+            elif t is int or t is float:
+                argv.append(format_number_arg(a))
+            else:
+                return None, self.mk_err(ERR_ARGS)
+        if not argv:
+            return None, self.mk_err(ERR_NOARGS)
+        cmd = resolve(argv)
+        if type(cmd) is not Command:
+            if cmd.msg.startswith(b"ERR wrong number"):
+                return None, self.mk_err(ERR_ARITY)
+            return None, self.mk_err(ERR_UNKNOWN)
+        if cmd.noscript:
+            return None, self.mk_err(ERR_NOSCRIPT_CMD)
+        if cmd.is_write:
+            if self.readonly:
+                return None, self.mk_err(ERR_RO)
+            self.wrote = True
+        c = self.client
+        server = self.server
+        if server.monitors:
+            try:
+                server.feed_monitors(c, argv)
+            except Exception:
+                pass
+        r = call(c, cmd, argv)
+        t = type(r)
+        if t is bytes or t is int:
+            return r
+        if t is RedisError or isinstance(r, RedisError):
+            return None, self.mk_err(error_text(r.msg))
+        if t is Block:
+            r = r.timeout_reply
+        elif r is NO_REPLY:
+            r = None
+        return self.conv.to_lua(r, self.resp)
+
+    # ---- redis.setresp ---------------------------------------------------
+    def set_resp(self, n: int) -> None:
+        self.resp = n
+        self.client.resp = n
+
+    # ---- time limit ------------------------------------------------------
+    def _tick(self) -> bool:
+        if not self.running:
+            return False
+        if self.kill_requested:
+            return True
+        now = time.monotonic()
+        limit = self.server.config.lua_time_limit
+        if limit > 0 and (now - self.start) * 1000 >= limit:
+            if not self.busy:
+                self._begin_busy()
+            if now - self.last_poll >= 0.1:
+                self.last_poll = now
+                from .busy import poll_clients
+
+                poll_clients(self)
+            return self.kill_requested
+        return False
+
+    def _begin_busy(self) -> None:
+        self.busy = True
+        self.server.busy_script = self
+        log.warning(
+            "Slow script detected: still in execution after %d milliseconds. "
+            "You can try killing the script using the SCRIPT KILL command. Script SHA1 is: %s",
+            int((time.monotonic() - self.start) * 1000),
+            self.sha.decode(),
+        )
+
+    def _end_busy(self) -> None:
+        self.busy = False
+        if self.server.busy_script is self:
+            self.server.busy_script = None
+        from .busy import after_busy
+
+        after_busy(self)
+
+    def kill(self) -> Any:
+        """SCRIPT KILL."""
+        if not self.running or not self.busy:
+            raise RedisError(b"NOTBUSY No scripts in execution right now.")
+        if self.wrote:
+            raise RedisError(
+                b"UNKILLABLE Sorry the script already executed write commands against the dataset. "
+                b"You can either wait the script termination or kill the server in a hard way using "
+                b"the SHUTDOWN NOSAVE command."
+            )
+        self.kill_requested = True
+        return True
+
+
+def get_scripting(server: Any) -> Scripting:
+    s = server.scripting
+    if s is None:
+        s = server.scripting = Scripting(server)
+    return s

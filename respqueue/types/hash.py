@@ -1,0 +1,204 @@
+"""The hash container.
+
+Fields live in a plain ``dict`` (field -> value), whose insertion order is the
+order Redis 7.0's listpack encoding keeps for small hashes: new fields go to
+the end, updates stay in place, deletions close the gap. So HGETALL/HKEYS of
+a small hash match Redis byte for byte.
+
+The encoding (``listpack`` / ``hashtable``) is tracked like Redis does it,
+with ``hash-max-listpack-entries`` 512 (the compiled default, as in the redis:7 image) and ``hash-max-listpack-value`` 64;
+once converted, a hash stays ``hashtable``.
+
+For HRANDFIELD and HSCAN on large hashes an index of the fields (a list plus
+field -> position) is built the first time it is needed and then maintained
+on every insertion and deletion (O(1) swap-remove), so random picks are O(1)
+and a scan is stable under concurrent changes (see :meth:`Hash.scan`).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Iterable, Iterator
+
+MAX_LISTPACK_ENTRIES = 512
+MAX_LISTPACK_VALUE = 64
+
+
+class Hash:
+    """A Redis hash: ``field -> value``, both bytes."""
+
+    rtype = b"hash"
+    __slots__ = ("d", "ht", "_keys", "_pos")
+
+    def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
+        self.d: dict[bytes, bytes] = {}
+        self.ht = False  # True once converted to the hashtable encoding
+        self._keys: list[bytes] | None = None
+        self._pos: dict[bytes, int] | None = None
+        if items is not None:
+            for f, v in items:
+                self.set(f, v)
+
+    # ---- reads -----------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.d)
+
+    def __contains__(self, field: bytes) -> bool:
+        return field in self.d
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.d)
+
+    def get(self, field: bytes) -> bytes | None:
+        return self.d.get(field)
+
+    def keys(self) -> list[bytes]:
+        return list(self.d)
+
+    def values(self) -> list[bytes]:
+        return list(self.d.values())
+
+    def to_dict(self) -> dict[bytes, bytes]:
+        """A copy of the contents (in Redis's order for listpack hashes)."""
+        return self.d.copy()
+
+    def flat(self) -> list[bytes]:
+        """``[f1, v1, f2, v2, ...]``."""
+        out: list[bytes] = []
+        ext = out.extend
+        for kv in self.d.items():
+            ext(kv)
+        return out
+
+    # ---- writes ----------------------------------------------------------
+    def note_sizes(self, *args: bytes) -> None:
+        """Redis's hashTypeTryConversion: a long argument converts the hash."""
+        if not self.ht:
+            for a in args:
+                if len(a) > MAX_LISTPACK_VALUE:
+                    self.ht = True
+                    return
+
+    def set(self, field: bytes, value: bytes) -> bool:
+        """Set ``field``; True if it is a new field."""
+        d = self.d
+        new = field not in d
+        d[field] = value
+        if not self.ht and (
+            len(d) > MAX_LISTPACK_ENTRIES or len(field) > MAX_LISTPACK_VALUE or len(value) > MAX_LISTPACK_VALUE
+        ):
+            self.ht = True
+        if new and self._pos is not None:
+            self._pos[field] = len(self._keys)  # type: ignore[arg-type]
+            self._keys.append(field)  # type: ignore[union-attr]
+        return new
+
+    def set_pairs(self, argv: list[bytes], start: int) -> int:
+        """Set ``argv[start:]`` as field/value pairs; returns how many fields were new."""
+        d = self.d
+        n0 = len(d)
+        if self._pos is None:
+            it = iter(argv[start:])
+            d.update(zip(it, it, strict=True))
+            if not self.ht:
+                if len(d) > MAX_LISTPACK_ENTRIES:
+                    self.ht = True
+                else:
+                    for i in range(start, len(argv)):
+                        if len(argv[i]) > MAX_LISTPACK_VALUE:
+                            self.ht = True
+                            break
+            return len(d) - n0
+        added = 0
+        for i in range(start, len(argv), 2):
+            if self.set(argv[i], argv[i + 1]):
+                added += 1
+        self.note_sizes(*argv[start:])
+        return added
+
+    def delete(self, field: bytes) -> bool:
+        d = self.d
+        if field not in d:
+            return False
+        del d[field]
+        pos = self._pos
+        if pos is not None:
+            keys = self._keys
+            assert keys is not None
+            i = pos.pop(field)
+            last = keys.pop()
+            if i < len(keys):
+                keys[i] = last
+                pos[last] = i
+        return True
+
+    # ---- random access and scanning --------------------------------------
+    def _index(self) -> list[bytes]:
+        if self._keys is None:
+            self._keys = list(self.d)
+            self._pos = {k: i for i, k in enumerate(self._keys)}
+        return self._keys
+
+    def random_field(self) -> bytes:
+        """One random field (the hash must not be empty)."""
+        if not self.ht:
+            return random.choice(list(self.d))
+        return random.choice(self._index())
+
+    def random_fields(self, count: int) -> list[bytes]:
+        """``count`` random fields, repetitions allowed."""
+        keys = list(self.d) if not self.ht else self._index()
+        return random.choices(keys, k=count)
+
+    def random_unique(self, count: int) -> list[bytes]:
+        """``count`` (< len) distinct random fields; for listpack hashes in hash order, as Redis does."""
+        if not self.ht:
+            keys = list(self.d)
+            idx = sorted(random.sample(range(len(keys)), count))
+            return [keys[i] for i in idx]
+        return random.sample(self._index(), count)
+
+    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
+        """One HSCAN step over a hashtable-encoded hash; returns (next cursor, fields).
+
+        The index is walked from the end: a cursor ``c`` means positions
+        ``[0, c)`` are still to visit (0 starts a new scan). Insertions append
+        (into the visited part) and deletions move the last field into the
+        hole, so a field present for the whole scan is returned at least once.
+        """
+        keys = self._index()
+        n = len(keys)
+        hi = n if cursor == 0 or cursor > n else cursor
+        lo = hi - count
+        if lo <= 0:
+            return 0, keys[:hi]
+        return lo, keys[lo:hi]
+
+    # ---- container contract ----------------------------------------------
+    def copy(self) -> Hash:
+        h = Hash()
+        h.d = self.d.copy()
+        h.ht = self.ht
+        return h
+
+    def encoding(self) -> bytes:
+        return b"hashtable" if self.ht else b"listpack"
+
+    def memory_usage(self) -> int:
+        d = self.d
+        n = len(d)
+        if n == 0:
+            return 16
+        # sample like Redis's MEMORY USAGE (SAMPLES 5): average of a few entries
+        sample = 0
+        k = 0
+        for f, v in d.items():
+            sample += len(f) + len(v)
+            k += 1
+            if k >= 5:
+                break
+        payload = sample * n // k
+        if not self.ht:
+            return 16 + 7 + payload + 4 * n
+        return 16 + sys.getsizeof(d) // 2 + payload + 56 * n

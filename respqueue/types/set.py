@@ -1,0 +1,254 @@
+"""The set container.
+
+Members live in a Python ``set``, so the set algebra (SINTER, SUNION, SDIFF)
+runs in C. The encoding is tracked like Redis 7.0: ``intset`` while every
+member is an integer (string2ll-canonical) and there are at most
+``set-max-intset-entries`` (512) of them, ``hashtable`` otherwise; once
+converted a set stays ``hashtable``. An intset-encoded set is reported in
+ascending numeric order (SMEMBERS, SSCAN...), as Redis does; the order of a
+hashtable-encoded one is undefined, as in Redis.
+
+``small`` tells whether SSCAN returns everything in one call: Redis 7.2
+stores sets of at most 128 members of at most 64 bytes as listpacks, which
+scan in one step, and BullMQ relies on that.
+
+For SPOP/SRANDMEMBER/SSCAN on large sets an index of the members (a list
+plus member -> position) is built on first use and then maintained on every
+change (O(1) swap-remove), so random picks are O(1) and scans are stable.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Iterable, Iterator
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def str2int(b: bytes) -> int | None:
+    """Redis's string2ll (strict, canonical int64), as in commands.util; kept here
+    so this module does not import the command package."""
+    n = len(b)
+    if n == 0 or n > 20:
+        return None
+    c0 = b[0]
+    if n == 1:
+        return c0 - 48 if 48 <= c0 <= 57 else None
+    if c0 == 45:  # '-'
+        if b[1] < 49 or b[1] > 57:
+            return None
+    elif c0 < 49 or c0 > 57:
+        return None
+    if not b[1:].isdigit():
+        return None
+    v = int(b)
+    if v < _INT64_MIN or v > _INT64_MAX:
+        return None
+    return v
+
+MAX_INTSET_ENTRIES = 512
+MAX_LISTPACK_ENTRIES = 128
+MAX_LISTPACK_VALUE = 64
+
+
+def _all_ints(ms: Iterable[bytes]) -> bool:
+    for m in ms:
+        if str2int(m) is None:
+            return False
+    return True
+
+
+class Set:
+    """A Redis set of bytes members."""
+
+    rtype = b"set"
+    __slots__ = ("s", "intset", "big", "_keys", "_pos")
+
+    def __init__(self) -> None:
+        self.s: set[bytes] = set()
+        self.intset = True
+        self.big = False
+        self._keys: list[bytes] | None = None
+        self._pos: dict[bytes, int] | None = None
+
+    @classmethod
+    def from_members(cls, ms: Iterable[bytes], force_hashtable: bool = False) -> Set:
+        """A new set holding ``ms``, encoded as Redis would after adding them one by one."""
+        st = cls()
+        s = st.s = ms if type(ms) is set else set(ms)
+        n = len(s)
+        st.intset = not force_hashtable and n <= MAX_INTSET_ENTRIES and _all_ints(s)
+        st.big = n > MAX_LISTPACK_ENTRIES or any(len(m) > MAX_LISTPACK_VALUE for m in s)
+        return st
+
+    # ---- reads -----------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def __contains__(self, m: bytes) -> bool:
+        return m in self.s
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Members in Redis's order (ascending numbers for an intset)."""
+        if self.intset:
+            return iter(sorted(self.s, key=int))
+        return iter(self.s)
+
+    def members(self) -> list[bytes]:
+        """All members, in Redis's order."""
+        if self.intset:
+            return sorted(self.s, key=int)
+        return list(self.s)
+
+    def view(self) -> set[bytes]:
+        """The members as a Python set, for set algebra. Read only: do not mutate."""
+        return self.s
+
+    @property
+    def small(self) -> bool:
+        """Whether SSCAN returns every member in one call (intset or listpack-sized)."""
+        return self.intset or not self.big
+
+    # ---- writes ----------------------------------------------------------
+    def add(self, m: bytes) -> bool:
+        s = self.s
+        if m in s:
+            return False
+        s.add(m)
+        if self.intset and (len(s) > MAX_INTSET_ENTRIES or str2int(m) is None):
+            self.intset = False
+        if not self.big and (len(s) > MAX_LISTPACK_ENTRIES or len(m) > MAX_LISTPACK_VALUE):
+            self.big = True
+        pos = self._pos
+        if pos is not None:
+            pos[m] = len(pos)
+            self._keys.append(m)  # type: ignore[union-attr]
+        return True
+
+    def add_many(self, ms: list[bytes]) -> int:
+        """Add every member of ``ms``; returns how many were new."""
+        if len(ms) == 1:
+            return 1 if self.add(ms[0]) else 0
+        if self._pos is not None:
+            n = 0
+            for m in ms:
+                if self.add(m):
+                    n += 1
+            return n
+        s = self.s
+        n0 = len(s)
+        s.update(ms)
+        added = len(s) - n0
+        if added:
+            if self.intset and (len(s) > MAX_INTSET_ENTRIES or not _all_ints(ms)):
+                self.intset = False
+            if not self.big and (len(s) > MAX_LISTPACK_ENTRIES or any(len(m) > MAX_LISTPACK_VALUE for m in ms)):
+                self.big = True
+        return added
+
+    def remove(self, m: bytes) -> bool:
+        s = self.s
+        if m not in s:
+            return False
+        s.remove(m)
+        pos = self._pos
+        if pos is not None:
+            keys = self._keys
+            assert keys is not None
+            i = pos.pop(m)
+            last = keys.pop()
+            if i < len(keys):
+                keys[i] = last
+                pos[last] = i
+        return True
+
+    def remove_many(self, ms: list[bytes]) -> int:
+        if self._pos is None and len(ms) > 1:
+            s = self.s
+            n0 = len(s)
+            s.difference_update(ms)
+            return n0 - len(s)
+        n = 0
+        for m in ms:
+            if self.remove(m):
+                n += 1
+        return n
+
+    # ---- random access ---------------------------------------------------
+    def _index(self) -> list[bytes]:
+        if self._keys is None:
+            self._keys = list(self.s)
+            self._pos = {k: i for i, k in enumerate(self._keys)}
+        return self._keys
+
+    def random_member(self) -> bytes:
+        """One random member (the set must not be empty)."""
+        keys = self._index()
+        return keys[random.randrange(len(keys))]
+
+    def random_members(self, count: int) -> list[bytes]:
+        """``count`` random members, repetitions allowed."""
+        return random.choices(self._index(), k=count)
+
+    def random_unique(self, count: int) -> list[bytes]:
+        """``count`` distinct random members (``count`` <= len)."""
+        return random.sample(self._index(), count)
+
+    def pop_random(self) -> bytes:
+        m = self.random_member()
+        self.remove(m)
+        return m
+
+    def pop_many(self, count: int) -> list[bytes]:
+        """Remove and return ``count`` (< len) distinct random members."""
+        picked = random.sample(self._index(), count)
+        for m in picked:
+            self.remove(m)
+        return picked
+
+    # ---- scanning --------------------------------------------------------
+    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
+        """One SSCAN step; returns (next cursor, members).
+
+        Small sets return everything with cursor 0. Otherwise the index is
+        walked from the end: a cursor ``c`` means positions ``[0, c)`` are
+        still to visit (0 starts a new scan). Insertions append (into the
+        visited part) and deletions move the last member into the hole, so a
+        member present for the whole scan is returned at least once.
+        """
+        if self.small:
+            return 0, self.members()
+        keys = self._index()
+        n = len(keys)
+        hi = n if cursor == 0 or cursor > n else cursor
+        lo = hi - count
+        if lo <= 0:
+            return 0, keys[:hi]
+        return lo, keys[lo:hi]
+
+    # ---- container contract ----------------------------------------------
+    def copy(self) -> Set:
+        st = Set()
+        st.s = self.s.copy()
+        st.intset = self.intset
+        st.big = self.big
+        return st
+
+    def encoding(self) -> bytes:
+        return b"intset" if self.intset else b"hashtable"
+
+    def memory_usage(self) -> int:
+        n = len(self.s)
+        if self.intset:
+            return 16 + 8 + 8 * n
+        sample = 0
+        k = 0
+        for m in self.s:
+            sample += len(m)
+            k += 1
+            if k >= 5:
+                break
+        payload = sample * n // k if k else 0
+        return 16 + sys.getsizeof(self.s) // 2 + payload + 40 * n

@@ -1,0 +1,438 @@
+"""The stream type: entries in ID order, with Redis's node layout for ``~`` trimming.
+
+An entry ID ``<ms>-<seq>`` is held as one int, ``ms << 64 | seq``, so IDs
+compare and bisect as plain integers. Live entries sit in two parallel lists
+(``_ids`` and ``_vals``, the latter holding each entry's flat
+``[field, value, ...]`` list, shared with replies and never mutated); the live
+region starts at ``_head`` so trimming from the front is O(1) amortised. XDEL
+in the middle leaves a tombstone (``None`` in ``_vals``), and the lists are
+compacted once tombstones outnumber live entries, so XDEL is O(log n)
+amortised. ``_vals[_head]`` and ``_vals[-1]`` are always live (or the region
+is empty).
+
+Redis keeps a stream as a radix tree of listpack nodes of at most
+``stream-node-max-entries`` entries and about ``stream-node-max-bytes`` bytes;
+``MAXLEN ~``/``MINID ~`` only drop whole nodes, and XDEL only marks entries
+deleted inside their node. So that XLEN after an approximate trim matches
+Redis, each node's entry count, tombstone count and listpack byte size are
+tracked exactly as t_stream.c's ``streamAppendItem`` would lay them out.
+
+Commands use only the methods below, never the attributes.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import Any
+
+MASK64 = (1 << 64) - 1
+MAX_ID = (1 << 128) - 1
+LP_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
+
+
+def format_id(x: int) -> bytes:
+    """``ms-seq`` text of a packed stream ID."""
+    return b"%d-%d" % (x >> 64, x & MASK64)
+
+
+def _lp_int(b: bytes) -> int | None:
+    """listpack's lpStringToInt64: strict decimal int64, or None."""
+    n = len(b)
+    if n == 0 or n > 20:
+        return None
+    c0 = b[0]
+    if n == 1:
+        return c0 - 48 if 48 <= c0 <= 57 else None
+    if c0 == 45:  # '-'
+        if not 49 <= b[1] <= 57:
+            return None
+    elif not 49 <= c0 <= 57:
+        return None
+    if not b[1:].isdigit():
+        return None
+    v = int(b)
+    if v < -(1 << 63) or v > (1 << 63) - 1:
+        return None
+    return v
+
+
+def _isz(v: int) -> int:
+    """Bytes a listpack integer element takes (encoding + backlen)."""
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+def _ssz(b: bytes) -> int:
+    """Bytes a listpack element appended from string ``b`` takes."""
+    n = len(b)
+    if n <= 20:
+        v = _lp_int(b)
+        if v is not None:
+            return _isz(v)
+    if n < 64:
+        enc = n + 1
+    elif n < 4096:
+        enc = n + 2
+    else:
+        enc = n + 5
+    if enc <= 127:
+        return enc + 1
+    if enc < 16383:
+        return enc + 2
+    if enc < 2097151:
+        return enc + 3
+    if enc < 268435455:
+        return enc + 4
+    return enc + 5
+
+
+def _signed64(v: int) -> int:
+    v &= MASK64
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+class _Node:
+    """Bookkeeping for one radix-tree node (listpack) of the Redis layout."""
+
+    __slots__ = ("fields", "count", "deleted", "nbytes", "last")
+
+    def __init__(self, fields: list[bytes], count: int, deleted: int, nbytes: int, last: int) -> None:
+        self.fields = fields  # master entry fields
+        self.count = count  # live entries
+        self.deleted = deleted  # tombstones
+        self.nbytes = nbytes  # listpack bytes, without the count/deleted elements
+        self.last = last  # ID of the last entry in the node (live or not)
+
+    def lp_bytes(self) -> int:
+        return self.nbytes + _isz(self.count) + _isz(self.deleted)
+
+    def copy(self) -> _Node:
+        return _Node(self.fields, self.count, self.deleted, self.nbytes, self.last)
+
+
+class Stream:
+    """A Redis stream."""
+
+    __slots__ = (
+        "_ids",
+        "_vals",
+        "_head",
+        "_holes",
+        "_nkeys",
+        "_nodes",
+        "last_id",
+        "max_deleted",
+        "entries_added",
+        "groups",
+    )
+
+    rtype = b"stream"
+
+    def __init__(self) -> None:
+        self._ids: list[int] = []
+        self._vals: list[Any] = []
+        self._head = 0
+        self._holes = 0  # tombstones in the live region
+        self._nkeys: list[int] = []  # master ID of each node, ascending
+        self._nodes: list[_Node] = []
+        self.last_id = 0
+        self.max_deleted = 0
+        self.entries_added = 0
+        self.groups: Any = None  # consumer groups, when a command module adds them
+
+    # ---- container contract --------------------------------------------
+    def __len__(self) -> int:
+        return len(self._ids) - self._head - self._holes
+
+    def copy(self) -> Stream:
+        s = Stream()
+        h = self._head
+        if self._holes:
+            pairs = [(i, v) for i, v in zip(self._ids[h:], self._vals[h:], strict=True) if v is not None]
+            s._ids = [p[0] for p in pairs]
+            s._vals = [p[1] for p in pairs]
+        else:
+            s._ids = self._ids[h:]
+            s._vals = self._vals[h:]
+        s._nkeys = list(self._nkeys)
+        s._nodes = [n.copy() for n in self._nodes]
+        s.last_id = self.last_id
+        s.max_deleted = self.max_deleted
+        s.entries_added = self.entries_added
+        if self.groups is not None:
+            s.groups = self.groups.copy() if hasattr(self.groups, "copy") else self.groups
+        return s
+
+    def encoding(self) -> bytes:
+        return b"stream"
+
+    def memory_usage(self) -> int:
+        total = 64 + 48 * len(self._nodes)
+        for n in self._nodes:
+            total += n.lp_bytes()
+        return total
+
+    def __repr__(self) -> str:
+        return f"Stream(len={len(self)}, last={format_id(self.last_id).decode()}, nodes={len(self._nodes)})"
+
+    # ---- reads -----------------------------------------------------------
+    def first_id(self) -> int | None:
+        """ID of the first live entry, or None when empty."""
+        return self._ids[self._head] if len(self._ids) > self._head else None
+
+    def last_valid_id(self) -> int | None:
+        """ID of the last live entry, or None when empty."""
+        return self._ids[-1] if len(self._ids) > self._head else None
+
+    def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> list[list[Any]]:
+        """Entries with ``start <= id <= end`` as ``[id-bytes, [f, v, ...]]``; ``count`` 0 means all."""
+        ids = self._ids
+        if start > end:
+            return []
+        lo = bisect_left(ids, start, self._head)
+        hi = bisect_right(ids, end, lo)
+        if lo >= hi:
+            return []
+        vals = self._vals
+        if self._holes:
+            return self._range_holes(lo, hi, count, rev)
+        if not rev:
+            if count and hi - lo > count:
+                hi = lo + count
+            return [[b"%d-%d" % (ids[i] >> 64, ids[i] & MASK64), vals[i]] for i in range(lo, hi)]
+        if count and hi - lo > count:
+            lo = hi - count
+        return [[b"%d-%d" % (ids[i] >> 64, ids[i] & MASK64), vals[i]] for i in range(hi - 1, lo - 1, -1)]
+
+    def _range_holes(self, lo: int, hi: int, count: int, rev: bool) -> list[list[Any]]:
+        ids = self._ids
+        vals = self._vals
+        out: list[list[Any]] = []
+        idx = range(hi - 1, lo - 1, -1) if rev else range(lo, hi)
+        for i in idx:
+            v = vals[i]
+            if v is not None:
+                out.append([b"%d-%d" % (ids[i] >> 64, ids[i] & MASK64), v])
+                if len(out) == count:
+                    break
+        return out
+
+    def get(self, id_: int) -> list[bytes] | None:
+        """The field list of live entry ``id_``, or None."""
+        ids = self._ids
+        i = bisect_left(ids, id_, self._head)
+        if i < len(ids) and ids[i] == id_:
+            return self._vals[i]
+        return None
+
+    def rax_size(self) -> int:
+        """Number of radix-tree keys (nodes) in Redis's layout."""
+        return len(self._nkeys)
+
+    def rax_nodes(self) -> int:
+        """Number of radix-tree nodes Redis's rax would use for the node keys."""
+        keys = self._nkeys
+        if not keys:
+            return 1
+        return _rax_count(keys, 0, len(keys), 0)
+
+    # ---- writes ------------------------------------------------------------
+    def append(self, id_: int, fv: list[bytes], max_entries: int = 100, max_bytes: int = 4096) -> None:
+        """Append entry ``id_`` (greater than every ID so far) with flat field/value list ``fv``."""
+        n = len(fv) >> 1
+        fields = fv[0::2]
+        nodes = self._nodes
+        node = nodes[-1] if nodes else None
+        if node is not None:
+            if max_bytes <= 0 or max_bytes > LP_MAX_SIZE:
+                max_bytes = LP_MAX_SIZE
+            totelelen = 0
+            for x in fv:
+                totelelen += len(x)
+            if node.lp_bytes() + totelelen >= max_bytes:
+                node = None
+            elif max_entries and node.count + node.deleted >= max_entries:
+                node = None
+        if node is None:
+            nb = 7 + _isz(n) + 2  # header + end, num-fields, master terminator
+            for f in fields:
+                nb += _ssz(f)
+            node = _Node(fields, 0, 0, nb, id_)
+            nodes.append(node)
+            self._nkeys.append(id_)
+            master = id_
+            same = True
+        else:
+            master = self._nkeys[-1]
+            same = fields == node.fields
+        eb = 2  # flags
+        eb += _isz(_signed64((id_ >> 64) - (master >> 64)))
+        eb += _isz(_signed64((id_ & MASK64) - (master & MASK64)))
+        if same:
+            for v in fv[1::2]:
+                eb += _ssz(v)
+            eb += _isz(n + 3)
+        else:
+            eb += _isz(n)
+            for x in fv:
+                eb += _ssz(x)
+            eb += _isz(2 * n + 4)
+        node.count += 1
+        node.nbytes += eb
+        node.last = id_
+        self._ids.append(id_)
+        self._vals.append(fv)
+        self.last_id = id_
+        self.entries_added += 1
+
+    def delete(self, id_: int) -> bool:
+        """XDEL one entry; False if there is no live entry with that ID."""
+        ids = self._ids
+        vals = self._vals
+        i = bisect_left(ids, id_, self._head)
+        if i >= len(ids) or ids[i] != id_ or vals[i] is None:
+            return False
+        j = bisect_right(self._nkeys, id_) - 1
+        node = self._nodes[j]
+        if node.count == 1:
+            del self._nodes[j]
+            del self._nkeys[j]
+        else:
+            node.count -= 1
+            node.deleted += 1
+        if i == len(ids) - 1:
+            ids.pop()
+            vals.pop()
+            while len(vals) > self._head and vals[-1] is None:
+                ids.pop()
+                vals.pop()
+                self._holes -= 1
+        elif i == self._head:
+            vals[i] = None
+            self._skip_head(i + 1)
+        else:
+            vals[i] = None
+            self._holes += 1
+        if id_ > self.max_deleted:
+            self.max_deleted = id_
+        self._maybe_compact()
+        return True
+
+    def trim(self, maxlen: int | None, minid: int | None, approx: bool, limit: int) -> int:
+        """streamTrim: by ``maxlen`` or by ``minid``; ``limit`` 0 means unlimited. Returns entries removed."""
+        nodes = self._nodes
+        deleted = 0
+        by_len = maxlen is not None
+        while nodes:
+            length = len(self._ids) - self._head - self._holes
+            if by_len and length <= maxlen:  # type: ignore[operator]
+                break
+            node = nodes[0]
+            entries = node.count
+            if limit and deleted + entries > limit:
+                break
+            if by_len:
+                remove = length - entries >= maxlen  # type: ignore[operator]
+            else:
+                remove = node.last < minid  # type: ignore[operator]
+            if remove:
+                del nodes[0]
+                del self._nkeys[0]
+                self._drop_head(entries)
+                deleted += entries
+                continue
+            if approx:
+                break
+            if by_len:
+                k = length - maxlen  # type: ignore[operator]
+            else:
+                # live entries of this (head) node below minid
+                k = 0
+                ids = self._ids
+                vals = self._vals
+                i = self._head
+                n = len(ids)
+                while i < n and k < entries and ids[i] < minid:  # type: ignore[operator]
+                    if vals[i] is not None:
+                        k += 1
+                    i += 1
+            if k:
+                node.count -= k
+                node.deleted += k
+                self._drop_head(k)
+                deleted += k
+            break
+        self._maybe_compact()
+        return deleted
+
+    def set_last_id(self, id_: int) -> None:
+        self.last_id = id_
+
+    # ---- internals -----------------------------------------------------------
+    def _drop_head(self, k: int) -> None:
+        """Remove the first ``k`` live entries (and the tombstones among them)."""
+        vals = self._vals
+        i = self._head
+        while k:
+            if vals[i] is not None:
+                k -= 1
+            else:
+                self._holes -= 1
+            vals[i] = None
+            i += 1
+        self._skip_head(i)
+
+    def _skip_head(self, i: int) -> None:
+        """Make ``i`` the head, moving past tombstones."""
+        vals = self._vals
+        n = len(vals)
+        while i < n and vals[i] is None:
+            self._holes -= 1
+            i += 1
+        self._head = i
+
+    def _maybe_compact(self) -> None:
+        h = self._head
+        n = len(self._ids)
+        if self._holes > 32 and 2 * self._holes > n - h:
+            pairs = [(i, v) for i, v in zip(self._ids[h:], self._vals[h:], strict=True) if v is not None]
+            self._ids = [p[0] for p in pairs]
+            self._vals = [p[1] for p in pairs]
+            self._head = 0
+            self._holes = 0
+        elif h and (h == n or (h > 1024 and 2 * h > n)):
+            del self._ids[:h]
+            del self._vals[:h]
+            self._head = 0
+
+
+def _lcp_bytes(a: int, b: int) -> int:
+    x = a ^ b
+    return 16 if x == 0 else (128 - x.bit_length()) // 8
+
+
+def _rax_count(keys: list[int], lo: int, hi: int, d: int) -> int:
+    """rax nodes below (and including) the node at byte depth ``d`` for sorted 16-byte keys[lo:hi]."""
+    if hi - lo == 1:
+        return 1 if d == 16 else 2
+    common = _lcp_bytes(keys[lo], keys[hi - 1])
+    if common > d:
+        return 1 + _rax_count(keys, lo, hi, common)
+    total = 1  # branching node
+    shift = 8 * (15 - d)
+    i = lo
+    while i < hi:
+        prefix = keys[i] >> shift  # prefix through byte d
+        j = bisect_left(keys, (prefix + 1) << shift, i, hi)
+        total += _rax_count(keys, i, j, d + 1)
+        i = j
+    return total
