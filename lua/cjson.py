@@ -194,34 +194,35 @@ class _Parser:
         out = bytearray()
         while True:
             if i >= n:
-                return "T_ERROR", "unexpected end of string", start
+                return "T_ERROR", "unexpected end of string", i
             ch = s[i]
             if ch == 34:
                 break
             if ch == 92:
                 if i + 1 >= n:
-                    return "T_ERROR", "unexpected end of string", start
+                    return "T_ERROR", "unexpected end of string", i + 1
                 e = s[i + 1]
                 if e == 117:  # \u
+                    esc = i
                     cp = _hex4(s, i + 2)
                     if cp is None:
-                        return "T_ERROR", "invalid unicode escape code", start
+                        return "T_ERROR", "invalid unicode escape code", esc
                     i += 6
                     if 0xD800 <= cp <= 0xDBFF:
                         if s[i : i + 2] != b"\\u":
-                            return "T_ERROR", "invalid unicode escape code", start
+                            return "T_ERROR", "invalid unicode escape code", esc
                         lo = _hex4(s, i + 2)
                         if lo is None or not 0xDC00 <= lo <= 0xDFFF:
-                            return "T_ERROR", "invalid unicode escape code", start
+                            return "T_ERROR", "invalid unicode escape code", esc
                         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
                         i += 6
                     elif 0xDC00 <= cp <= 0xDFFF:
-                        return "T_ERROR", "invalid unicode escape code", start
+                        return "T_ERROR", "invalid unicode escape code", esc
                     out += chr(cp).encode("utf-8", "surrogatepass")
                     continue
                 rep = _UNESC.get(e)
                 if rep is None:
-                    return "T_ERROR", "invalid escape code", start
+                    return "T_ERROR", "invalid escape code", i
                 out.append(rep)
                 i += 2
                 continue

@@ -39,6 +39,8 @@ def _to_lua(v: Any, tf: Any) -> Any:
     if t is int:
         if _INT64_MIN <= v < 2**63:
             return v
+        if v <= _UINT64_MAX:
+            return v - 2**64  # lua-cmsgpack reads uint64 into a signed 64-bit integer
         return float(v)
     if t is list:
         for x in v:
@@ -46,7 +48,7 @@ def _to_lua(v: Any, tf: Any) -> Any:
             if tx is not bytes and tx is not int:
                 break
         else:
-            if all(_INT64_MIN <= x < 2**63 for x in v if type(x) is int):
+            if all(_INT64_MIN <= x < 2**63 for x in v if type(x) is int):  # noqa: SIM110
                 return tf(v)
         return tf([_to_lua(x, tf) for x in v])
     if t is dict:
@@ -63,17 +65,12 @@ def _key(k: Any, tf: Any) -> Any:
     return _to_lua(k, tf)
 
 
-def _check_ext(v: Any) -> None:
-    t = type(v)
-    if t is msgpack.ExtType:
-        raise ValueError("ext")
-    if t is list:
-        for x in v:
-            _check_ext(x)
-    elif t is dict:
-        for k, x in v.items():
-            _check_ext(k)
-            _check_ext(x)
+class _ExtFound(ValueError):
+    pass
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise _ExtFound("ext types are not supported")
 
 
 def _arg_string(a: tuple[Any, ...], name: str, idx: int = 0) -> bytes | tuple[None, bytes]:
@@ -93,7 +90,7 @@ def _decode_all(s: bytes, limit: int = 0, offset: int = 0) -> tuple[list[Any], i
     """Decode objects from ``s[offset:]``; returns (objects, next offset or -1)."""
     if offset == 0 and limit == 0:
         try:
-            return [msgpack.unpackb(s, raw=True, strict_map_key=False)], -1
+            return [msgpack.unpackb(s, raw=True, strict_map_key=False, ext_hook=_no_ext)], -1
         except msgpack.ExtraData as e:
             objs = [e.unpacked]
             pos = len(s) - len(e.extra)
@@ -101,7 +98,9 @@ def _decode_all(s: bytes, limit: int = 0, offset: int = 0) -> tuple[list[Any], i
             return objs + more, -1
         except TypeError:
             pass  # unhashable map key: take the slow path below
-    up = msgpack.Unpacker(raw=True, strict_map_key=False, object_pairs_hook=_Pairs, max_buffer_size=max(len(s), 1))
+    up = msgpack.Unpacker(
+        raw=True, strict_map_key=False, object_pairs_hook=_Pairs, ext_hook=_no_ext, max_buffer_size=max(len(s), 1)
+    )
     up.feed(s[offset:])
     out: list[Any] = []
     while True:
@@ -128,8 +127,6 @@ def _unpack(a: tuple[Any, ...], name: str, limit: int, offset: int) -> Any:
         return True, [-1]
     try:
         objs, nxt = _decode_all(s, limit, offset)
-        for o in objs:
-            _check_ext(o)
         vals = [_to_lua(o, tf) for o in objs]
     except msgpack.OutOfData:
         return None, MISSING

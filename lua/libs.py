@@ -114,9 +114,11 @@ class Libs:
         self.lua = scripting.lua
         self.lua_type = scripting.engine.lua_type
         self.null: Any = None
+        self.mk_array: Any = None
 
     def bind(self, helpers: Any) -> None:
         self.null = helpers[b"null"]
+        self.mk_array = helpers[b"mk_array"]
         cjson.bind(self)
         cmsgpack.bind(self)
 

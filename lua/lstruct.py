@@ -144,7 +144,7 @@ def pack(libs: Any, a: tuple[Any, ...]) -> Any:
                 if size == 0:
                     size = len(s)
                 if len(s) < size:
-                    raise _argerr(arg + 1, "pack", "string too short")
+                    raise _argerr(arg + 2, "pack", "string too short")  # lua_struct counts one too far
                 out += s[:size]
                 arg += 1
             elif opt == "s":

@@ -261,6 +261,24 @@ class Scripting:
 
     # ---- the redis.call bridge -------------------------------------------
     def _bridge_call(self, *args: Any) -> Any:
+        """redis.call: the hot path (inlined fast path of :meth:`_call`)."""
+        for a in args:
+            if type(a) is not bytes:
+                break
+        else:
+            if args:
+                cmd = resolve(list(args))
+                if type(cmd) is Command and not cmd.noscript and not (cmd.is_write and self.readonly):
+                    argv = list(args)
+                    if cmd.is_write:
+                        self.wrote = True
+                    if self.server.monitors:
+                        self._feed_monitors(argv)
+                    r = call(self.client, cmd, argv)
+                    t = type(r)
+                    if t is bytes or t is int:
+                        return r
+                    return self._convert_reply(r, True)
         try:
             r = self._call(args)
         except Exception:
@@ -269,6 +287,25 @@ class Scripting:
         if type(r) is tuple:
             raise LuaRaise(r[1], False)
         return r
+
+    def _convert_reply(self, r: Any, raise_errors: bool) -> Any:
+        t = type(r)
+        if t is RedisError or isinstance(r, RedisError):
+            err = self.mk_err(error_text(r.msg))
+            if raise_errors:
+                raise LuaRaise(err, False)
+            return None, err
+        if t is Block:
+            r = r.timeout_reply
+        elif r is NO_REPLY:
+            r = None
+        return self.conv.to_lua(r, self.resp)
+
+    def _feed_monitors(self, argv: list[bytes]) -> None:
+        try:
+            self.server.feed_monitors(self.client, argv)
+        except Exception:
+            pass
 
     def _bridge_pcall(self, *args: Any) -> Any:
         try:
@@ -312,24 +349,13 @@ class Scripting:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)
             self.wrote = True
-        c = self.client
-        server = self.server
-        if server.monitors:
-            try:
-                server.feed_monitors(c, argv)
-            except Exception:
-                pass
-        r = call(c, cmd, argv)
+        if self.server.monitors:
+            self._feed_monitors(argv)
+        r = call(self.client, cmd, argv)
         t = type(r)
         if t is bytes or t is int:
             return r
-        if t is RedisError or isinstance(r, RedisError):
-            return None, self.mk_err(error_text(r.msg))
-        if t is Block:
-            r = r.timeout_reply
-        elif r is NO_REPLY:
-            r = None
-        return self.conv.to_lua(r, self.resp)
+        return self._convert_reply(r, False)
 
     # ---- redis.setresp ---------------------------------------------------
     def set_resp(self, n: int) -> None:

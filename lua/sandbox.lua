@@ -439,6 +439,12 @@ local function classify(t)
   return 8, n
 end
 
+-- an array table with its array part sized for every slot, nils included
+-- (as lua_createtable + rawseti build it in the C libraries)
+local function mk_array(...)
+  return { ... }
+end
+
 local function mk_ok(s)
   return { ok = s }
 end
@@ -480,6 +486,7 @@ return {
   reset_hook = reset_hook,
   classify = classify,
   mk_ok = mk_ok,
+  mk_array = mk_array,
   mk_err = mk_err,
   mk_double = mk_double,
   mk_verbatim = mk_verbatim,

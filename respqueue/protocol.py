@@ -32,7 +32,7 @@ _SMALL_READ = 16 * 1024
 
 
 class BlockState:
-    __slots__ = ("keys", "db", "argv", "timer", "timeout_reply", "since")
+    __slots__ = ("keys", "db", "argv", "timer", "timeout_reply", "since", "ready_key")
 
     def __init__(self, keys: list[bytes], db: Any, argv: list[bytes], timeout_reply: Any) -> None:
         self.keys = keys
@@ -41,6 +41,7 @@ class BlockState:
         self.timer: asyncio.TimerHandle | None = None
         self.timeout_reply = timeout_reply
         self.since = time.time()
+        self.ready_key: bytes | None = None  # the key whose signal is being served
 
 
 class ClientConnection(asyncio.Protocol, Client):
@@ -169,8 +170,10 @@ class ClientConnection(asyncio.Protocol, Client):
                     odd = True
                     break
                 if argv is False:
-                    if not reader.has_data():
-                        # nothing pending: forget the raw bytes
+                    if n and not reader.has_data():
+                        # all input consumed right after a request: forget the raw
+                        # bytes (hiredis hides a partial array whose header ended
+                        # the read; that rare case is only vetted on a later read)
                         if self.raw:
                             self.raw.clear()
                         self.raw_len = 0

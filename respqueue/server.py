@@ -132,7 +132,9 @@ class Server:
                     if isinstance(cmd, RedisError):
                         r: Any = cmd
                     else:
+                        st.ready_key = key
                         r = call(c, cmd, st.argv)
+                        st.ready_key = None
                     if type(r) is Block:
                         continue
                     self.unblock_client(c)

@@ -119,6 +119,56 @@ def test_blpop_woken_by_push(both):
     assert (("a", b"*2\r\n$2\r\nk2\r\n$1\r\nx\r\n")) in log
 
 
+def test_served_from_the_key_that_became_ready(both, rq_server):
+    from respqueue.protocol import BlockState
+
+    if "ready_key" not in BlockState.__slots__:
+        pytest.skip("needs the server to tell a re-run blocked command its ready key (BlockState.ready_key)")
+    if not _has_multi(rq_server.port):
+        pytest.skip("MULTI/EXEC is not available in respqueue yet (transactions module pending)")
+
+    def body(s: Scenario) -> None:
+        s.send("a", "BLPOP", "a", "b", "0")
+        s.send("c", "BLMPOP", "0", "2", "a", "b", "RIGHT", "COUNT", "5")
+        for cmd in (("MULTI",), ("RPUSH", "b", "x"), ("RPUSH", "a", "y", "z"), ("EXEC",)):
+            s.call("p", *cmd)
+        s.read("a")
+        s.read("c")
+        s.call("p", "LRANGE", "a", "0", "-1")
+        s.call("p", "LRANGE", "b", "0", "-1")
+
+    both(body)
+
+
+def test_duplicate_keys_served_once(both):
+    def body(s: Scenario) -> None:
+        s.send("a", "BLPOP", "k", "k", "0")
+        s.send("b", "BLMPOP", "0", "2", "k", "k", "LEFT")
+        s.call("p", "RPUSH", "k", "1", "2", "3")
+        s.read("a")
+        s.read("b")
+        s.call("p", "LRANGE", "k", "0", "-1")
+
+    both(body)
+
+
+def test_client_unblock(both):
+    def body(s: Scenario) -> None:
+        s.call("a", "CLIENT", "ID")
+        s.log.pop()  # ids differ between servers
+        cid = s.conn("a").call_raw("CLIENT", "ID")[1:-2].decode()
+        s.send("a", "BLMOVE", "k", "d", "LEFT", "LEFT", "0")
+        s.call("p", "CLIENT", "UNBLOCK", cid)
+        s.read("a")
+        s.send("a", "BRPOP", "k", "0")
+        s.call("p", "CLIENT", "UNBLOCK", cid, "ERROR")
+        s.read("a")
+        s.call("p", "RPUSH", "k", "x")
+        s.call("p", "LLEN", "k")
+
+    both(body)
+
+
 def test_brpop_woken_by_lpush_many(both):
     def body(s: Scenario) -> None:
         s.send("a", "BRPOP", "k", "0")

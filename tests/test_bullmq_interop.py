@@ -21,7 +21,12 @@ pytestmark = pytest.mark.skipif(
     reason="run `npm ci` in interop/ (and install node) for the BullMQ interop tests",
 )
 
-SCENARIOS = ["add_process", "retries_backoff", "delayed_priority", "events", "flows", "pause_resume", "getters_clean"]
+SCENARIOS = [
+    "add_process", "retries_backoff", "delayed_priority", "events", "flows", "pause_resume", "getters_clean",
+    # interop/bullmq/scenarios_more.js
+    "rate_limiter", "global_concurrency", "worker_pause", "flow_failures", "events_dedup", "schedulers",
+    "dedup", "stalled", "getters", "clean_drain_obliterate", "remove_on", "job_ops",
+]
 
 
 def run_scenario(name: str, port: int, client: str) -> dict:

@@ -86,6 +86,17 @@ def test_moves(r):
     assert r.exists("dst") == 0
 
 
+def test_copy_rename_are_independent(r):
+    r.rpush("l", "a", "b")
+    assert r.copy("l", "l2") == 1
+    r.rpush("l2", "c")
+    assert r.lrange("l", 0, -1) == [b"a", b"b"]
+    assert r.lrange("l2", 0, -1) == [b"a", b"b", b"c"]
+    r.rename("l2", "l3")
+    assert r.lpop("l3", 3) == [b"a", b"b", b"c"]
+    assert r.exists("l2", "l3") == 0
+
+
 def test_wrongtype(r):
     r.set("s", "x")
     with pytest.raises(Exception, match="WRONGTYPE"):
@@ -209,6 +220,8 @@ def test_diff_reads(diff):
     diff("LRANGE", "nokey", "0", "-1")
     diff("LRANGE", "nokey", "x", "-1")
     diff("LLEN", "l")
+    diff("TYPE", "l")
+    diff("OBJECT", "ENCODING", "l")
     diff("LLEN", "nokey")
     diff("LLEN")
     diff("LLEN", "a", "b")
@@ -279,7 +292,9 @@ def test_diff_lpos(diff):
                  ("COUNT", "0", "MAXLEN", "6"), ("RANK", "-1", "MAXLEN", "2"), ("RANK", "-1", "MAXLEN", "3"),
                  ("rank", "1", "count", "1", "maxlen", "100"), ("RANK", "9223372036854775807"),
                  ("RANK", "-9223372036854775807"), ("RANK", "-9223372036854775808"),
-                 ("COUNT", "1", "COUNT", "2"), ("RANK", "2", "RANK", "1")]:
+                 ("COUNT", "1", "COUNT", "2"), ("RANK", "2", "RANK", "1"),
+                 ("RANK", "-9223372036854775808", "COUNT", "1"), ("RANK", "-9223372036854775808", "COUNT", "0"),
+                 ("RANK", "-9223372036854775808", "MAXLEN", "4")]:
         diff("LPOS", "l", "c", *opts)
         diff("LPOS", "l", "zz", *opts)
         diff("LPOS", "nokey", "c", *opts)

@@ -12,6 +12,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .test_streams import _diff_masked
+
 KEYS = ["s1", "s2", "str"]
 FIELDSETS = [
     ["f"],
@@ -22,7 +24,11 @@ FIELDSETS = [
 ]
 VALUES = ["v", "1", "-42", "100000", "9223372036854775808", "x" * 63, "y" * 64, "z" * 130, "w" * 4100, ""]
 
+GROUPS = ["g1", "g2"]
+CONSUMERS = ["c1", "c2", "c3"]
 key_st = st.sampled_from(KEYS)
+group_st = st.sampled_from(GROUPS + ["nog"])
+consumer_st = st.sampled_from(CONSUMERS)
 stream_key_st = st.sampled_from(KEYS[:2])
 ms_st = st.integers(0, 40)
 seq_st = st.integers(0, 3)
@@ -51,6 +57,7 @@ def op(draw: Any) -> tuple[Any, ...]:
     kind = draw(
         st.sampled_from(
             ["add", "add", "add", "add", "bulk", "del", "trim", "range", "range", "read", "len", "info", "setid"]
+            + ["xgroup", "xgroup", "rgroup", "rgroup", "ack", "pending", "claim", "autoclaim", "ginfo"]
         )
     )
     if kind == "add":
@@ -105,6 +112,56 @@ def op(draw: Any) -> tuple[Any, ...]:
         return ("read", keys, ids, draw(st.one_of(st.just(None), st.integers(0, 3))))
     if kind == "setid":
         return ("setid", draw(key_st), _id_text(draw))
+    if kind == "xgroup":
+        sub = draw(st.sampled_from(["CREATE", "CREATE", "SETID", "DESTROY", "CREATECONSUMER", "DELCONSUMER"]))
+        args = ["XGROUP", sub, draw(key_st), draw(group_st)]
+        if sub in ("CREATE", "SETID"):
+            args.append(draw(st.one_of(st.just("$"), st.just("0"), st.builds(lambda m: f"{m}-0", ms_st))))
+            if sub == "CREATE" and draw(st.booleans()):
+                args.append("MKSTREAM")
+            if draw(st.booleans()):
+                args += ["ENTRIESREAD", str(draw(st.integers(-1, 20)))]
+        elif sub in ("CREATECONSUMER", "DELCONSUMER"):
+            args.append(draw(consumer_st))
+        return ("raw", args)
+    if kind == "rgroup":
+        args = ["XREADGROUP", "GROUP", draw(group_st), draw(consumer_st)]
+        if draw(st.booleans()):
+            args += ["COUNT", str(draw(st.integers(0, 4)))]
+        if draw(st.booleans()):
+            args.append("NOACK")
+        key = draw(stream_key_st)
+        args += ["STREAMS", key, draw(st.one_of(st.just(">"), st.just(">"), st.just("0"), st.builds(str, ms_st)))]
+        return ("raw", args)
+    if kind == "ack":
+        return (
+            "raw",
+            ["XACK", draw(key_st), draw(group_st)] + [_id_text(draw) for _ in range(draw(st.integers(1, 3)))],
+        )
+    if kind == "pending":
+        args = ["XPENDING", draw(key_st), draw(group_st)]
+        if draw(st.booleans()):
+            args += [draw(bound()), draw(bound()), str(draw(st.integers(-1, 5)))]
+            if draw(st.booleans()):
+                args.append(draw(consumer_st))
+            return ("masked", args)
+        return ("raw", args)
+    if kind == "claim":
+        args = ["XCLAIM", draw(key_st), draw(group_st), draw(consumer_st), draw(st.sampled_from(["0", "3600000"]))]
+        args += [draw(st.builds(lambda m, q: f"{m}-{q}", ms_st, seq_st)) for _ in range(draw(st.integers(1, 3)))]
+        args += draw(st.lists(st.sampled_from(["FORCE", "JUSTID", "RETRYCOUNT 3", "LASTID 30-0"]), max_size=2))
+        return ("raw", " ".join(args).split())
+    if kind == "autoclaim":
+        args = ["XAUTOCLAIM", draw(key_st), draw(group_st), draw(consumer_st), "0", draw(bound())]
+        if draw(st.booleans()):
+            args += ["COUNT", str(draw(st.integers(1, 4)))]
+        if draw(st.booleans()):
+            args.append("JUSTID")
+        return ("raw", args)
+    if kind == "ginfo":
+        if draw(st.booleans()):
+            return ("raw", ["XINFO", "GROUPS", draw(key_st)])
+        return ("masked", ["XINFO", "CONSUMERS", draw(key_st), draw(group_st)])
     return (kind, draw(key_st))
 
 
@@ -167,12 +224,18 @@ def _run(diff: Any, ops: list[tuple[Any, ...]]) -> None:
             diff("XINFO", "STREAM", o[1])
         elif kind == "setid":
             diff("XSETID", o[1], o[2])
+        elif kind == "raw":
+            diff(*o[1])
+        elif kind == "masked":
+            _diff_masked(diff, *o[1])
     for key in ("s1", "s2"):
         diff("XINFO", "STREAM", key)
         diff("XRANGE", key, "-", "+")
+        diff("XINFO", "GROUPS", key)
+        _diff_masked(diff, "XINFO", "STREAM", key, "FULL", "COUNT", "0")
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(op(), min_size=1, max_size=30))
 def test_random_stream_sequences(diff: Any, ops: list[tuple[Any, ...]]) -> None:
     _run(diff, ops)

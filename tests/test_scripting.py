@@ -479,7 +479,8 @@ RESP3 = [
     "return {set={a=true}}",
     "return 3.7",
     "redis.setresp(3); return true",
-    "redis.setresp(3); return false",
+    # a bare RESP3 false (#f) cannot be read by RawConn (hiredis gives False = incomplete)
+    "redis.setresp(3); return {false, true}",
     "redis.setresp(3); return redis.call('get', 'nokey')",
     "redis.setresp(3); return {redis.call('get', 'nokey')}",
     "redis.setresp(3); return type(redis.call('get', 'nokey'))",
@@ -568,3 +569,97 @@ def test_zset_resp3(diff3):
         pytest.skip("sorted-set commands are not in this tree yet")
     diff3("EVAL", "redis.call('zadd', 'z', 1.5, 'x'); redis.setresp(3); return redis.call('zscore', 'z', 'x')", "0")
     diff3("EVAL", "redis.setresp(3); return redis.call('zscore', 'z', 'x').double", "0")
+
+
+# ---- slow scripts: BUSY, SCRIPT KILL, UNKILLABLE ------------------------------------------
+def _run_in_thread(fn):
+    out: list[object] = []
+
+    def target() -> None:
+        try:
+            out.append(fn())
+        except Exception as e:  # the reply of the killed script
+            out.append(e)
+
+    t = threading.Thread(target=target)
+    t.start()
+    return t, out
+
+
+def test_busy_script_and_script_kill(r, rq_server):
+    r.config_set("lua-time-limit", 100)
+    try:
+        slow = RawConn(rq_server.port, timeout=20)
+        other = redis.Redis(port=rq_server.port, socket_timeout=5)
+        other.ping()
+        with pytest.raises(redis.ResponseError, match="NOTBUSY No scripts in execution right now."):
+            other.script_kill()
+        body = "local i = 0 while true do i = i + 1 end"
+        t, out = _run_in_thread(lambda: slow.call_raw("EVAL", body, "0"))
+        time.sleep(0.5)
+        with pytest.raises(redis.ResponseError, match="^BUSY Redis is busy running a script"):
+            other.get("x")
+        # a connection opened while the script runs is served too
+        late = redis.Redis(port=rq_server.port, socket_timeout=5)
+        with pytest.raises(redis.ResponseError, match="^BUSY Redis is busy running a script"):
+            late.execute_command("GET", "x")
+        assert other.script_kill() is True
+        t.join(10)
+        assert not t.is_alive()
+        assert out == [
+            b"-ERR Script killed by user with SCRIPT KILL... script: %s, on @user_script:1.\r\n" % sha(body).encode()
+        ]
+        assert other.ping() is True
+        assert late.ping() is True
+        assert late.set("late", "ok") and late.get("late") == b"ok"
+        assert slow.call_raw("PING") == b"+PONG\r\n"
+        slow.close()
+        other.close()
+        late.close()
+    finally:
+        r.config_set("lua-time-limit", 5000)
+
+
+def test_kill_survives_pcall(r, rq_server):
+    r.config_set("lua-time-limit", 100)
+    try:
+        slow = redis.Redis(port=rq_server.port, socket_timeout=20)
+        other = redis.Redis(port=rq_server.port, socket_timeout=5)
+        t, out = _run_in_thread(
+            lambda: slow.eval("while true do pcall(function() local i = 0 while true do i = i + 1 end end) end", 0)
+        )
+        time.sleep(0.4)
+        assert other.script_kill() is True
+        t.join(10)
+        assert not t.is_alive()
+        assert "Script killed by user with SCRIPT KILL" in str(out[0])
+        slow.close()
+        other.close()
+    finally:
+        r.config_set("lua-time-limit", 5000)
+
+
+def test_unkillable_after_write(r, rq_server):
+    r.config_set("lua-time-limit", 100)
+    try:
+        slow = redis.Redis(port=rq_server.port, socket_timeout=20)
+        other = redis.Redis(port=rq_server.port, socket_timeout=5)
+        t, out = _run_in_thread(
+            lambda: slow.eval(
+                "redis.call('set', 'w', '1') local t = 0 for i = 1, 300000000 do t = t + 1 end return t", 0
+            )
+        )
+        time.sleep(0.4)
+        with pytest.raises(redis.ResponseError) as ei:
+            other.script_kill()
+        assert str(ei.value) == (
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either "
+            "wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+        )
+        t.join(30)
+        assert out == [300000000]
+        assert other.get("w") == b"1"
+        slow.close()
+        other.close()
+    finally:
+        r.config_set("lua-time-limit", 5000)

@@ -66,7 +66,7 @@ def test_config_get_diff(cfg: Any) -> None:
               "zset-max-ziplist-entries", "list-max-listpack-size", "set-max-intset-entries"):
         cfg("CONFIG", "GET", p)
     cfg("CONFIG", "GET", "maxmemory", "maxmemory")
-    cfg("CONFIG", "GET", "maxmemory", "hz", "nonexistent")
+    cfg.unordered("CONFIG", "GET", "maxmemory", "hz", "nonexistent")
     cfg.unordered("CONFIG", "GET", "maxmemory-p*")
     cfg.unordered("CONFIG", "GET", "zset-max-*")
     cfg.unordered("CONFIG", "GET", "slowlog*")
@@ -84,7 +84,9 @@ def test_config_get_resp3(rq_server: Any, redis_ref: Any) -> None:
         d("CONFIG", "GET", "maxmemory")
         d("CONFIG", "GET", "maxmemory-policy")
         d("CONFIG", "GET", "nonexistent")
-        d("CONFIG", "GET", "databases", "hz")
+        got, want = d.both("CONFIG", "GET", "databases", "hz")
+        assert got[:1] == want[:1] == b"%"
+        assert parse(got) == parse(want)
     finally:
         d.close()
 
@@ -390,17 +392,27 @@ def test_command_info_shape(r: redis.Redis) -> None:
     assert del_ is not None
 
 
-def test_command_docs(r: redis.Redis) -> None:
-    raw = r.execute_command("COMMAND", "DOCS", "get", "config", "nosuch")
-    docs = dict(zip(raw[::2], raw[1::2], strict=True))
-    assert set(docs) == {b"get", b"config"}
-    get = dict(zip(docs[b"get"][::2], docs[b"get"][1::2], strict=True))
-    assert get[b"summary"] and get[b"since"] and get[b"group"] == b"string"
-    cfgdoc = dict(zip(docs[b"config"][::2], docs[b"config"][1::2], strict=True))
-    subs = dict(zip(cfgdoc[b"subcommands"][::2], cfgdoc[b"subcommands"][1::2], strict=True))
-    assert b"config|get" in subs
-    alldocs = r.execute_command("COMMAND", "DOCS")
-    assert len(alldocs) == 2 * r.command_count()
+def test_command_docs(rq_server: Any) -> None:
+    conn = RawConn(rq_server.port)
+    try:
+        raw = parse(conn.call_raw("COMMAND", "DOCS", "get", "config", "nosuch"))
+        docs = dict(zip(raw[::2], raw[1::2], strict=True))
+        assert set(docs) == {b"get", b"config"}
+        get = dict(zip(docs[b"get"][::2], docs[b"get"][1::2], strict=True))
+        assert get[b"summary"] and get[b"since"] and get[b"group"] == b"string"
+        cfgdoc = dict(zip(docs[b"config"][::2], docs[b"config"][1::2], strict=True))
+        subs = dict(zip(cfgdoc[b"subcommands"][::2], cfgdoc[b"subcommands"][1::2], strict=True))
+        assert b"config|get" in subs
+        alldocs = parse(conn.call_raw("COMMAND", "DOCS"))
+        count = parse(conn.call_raw("COMMAND", "COUNT"))
+        assert len(alldocs) == 2 * count
+        # RESP3: maps all the way down
+        conn.call_raw("HELLO", "3")
+        docs3 = conn.call_raw("COMMAND", "DOCS", "config")
+        assert docs3.startswith(b"%1\r\n$6\r\nconfig\r\n%")
+        assert parse(docs3)[b"config"][b"subcommands"][b"config|set"][b"group"] == b"server"
+    finally:
+        conn.close()
 
 
 def test_command_getkeys(r: redis.Redis) -> None:
@@ -461,7 +473,7 @@ def test_slowlog_record_in_process() -> None:
     assert [e[0] for e in got] == [2, 1, 0]
     newest = got[0]
     assert newest[2] == 1000 and len(newest[3]) == 32
-    assert newest[3][-1] == b"... (9 more arguments)"
+    assert newest[3][-1] == b"... (10 more arguments)"
     assert newest[5] == b"worker"
     assert got[1][3][2] == b"x" * 128 + b"... (72 more bytes)"
     assert isinstance(got[1][1], int) and abs(got[1][1] - time.time()) < 5
@@ -526,11 +538,12 @@ def test_time_lastsave_save(r: redis.Redis) -> None:
     time.sleep(1.01)
     before = r.lastsave()
     assert r.save() is True
-    assert r.lastsave() >= before
+    after = r.lastsave()
+    assert after > before and abs(after.timestamp() - time.time()) < 5
     assert r.info("persistence")["rdb_changes_since_last_save"] == 0
     assert r.bgsave() is True
-    assert r.execute_command("BGSAVE", "SCHEDULE") == b"Background saving started"
-    assert r.execute_command("BGREWRITEAOF") == b"Background append only file rewriting started"
+    assert r.execute_command("BGSAVE", "SCHEDULE") in (True, b"Background saving started")
+    assert r.execute_command("BGREWRITEAOF") in (True, b"Background append only file rewriting started")
 
 
 def test_role_wait(r: redis.Redis) -> None:
@@ -608,9 +621,9 @@ def test_debug(r: redis.Redis) -> None:
     assert r.execute_command("DEBUG", "CHANGE-REPL-ID") == b"OK"
     with pytest.raises(redis.ResponseError, match="^boom$"):
         r.execute_command("DEBUG", "ERROR", "boom")
-    with pytest.raises(redis.ResponseError, match="unknown subcommand or wrong number of arguments for 'foo'"):
+    with pytest.raises(redis.ResponseError, match="unknown subcommand or wrong number of arguments for 'FOO'"):
         r.execute_command("DEBUG", "FOO")
-    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'object'"):
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'OBJECT'"):
         r.execute_command("DEBUG", "OBJECT")
     assert r.execute_command("DEBUG", "PROTOCOL", "integer") == 12345
     assert r.execute_command("DEBUG", "PROTOCOL", "array") == [0, 1, 2]
@@ -671,7 +684,7 @@ def test_shutdown_errors_keep_running(r: redis.Redis) -> None:
 # ---- random sequences ------------------------------------------------------------
 
 _PARAMS = {
-    "maxmemory": ["0", "1gb", "10GB", "100kb", "abc", "-1", "1.5gb", ""],
+    "maxmemory": ["0", "1gb", "10GB", "abc", "-1", "1.5gb", "", "2kk"],
     "maxmemory-policy": ["noeviction", "allkeys-lru", "VOLATILE-TTL", "bogus"],
     "hz": ["10", "0", "1000", "-1", "x"],
     "notify-keyspace-events": ["", "KEA", "Ex", "gx$", "Q", "AKEm", "n"],
@@ -691,7 +704,7 @@ _pair = st.sampled_from(_names).flatmap(lambda n: st.tuples(st.just(n), st.sampl
 _op = st.one_of(
     st.builds(lambda ps: ("CONFIG", "SET", *[x for p in ps for x in p]), st.lists(_pair, min_size=1, max_size=3)),
     st.builds(lambda n: ("CONFIG", "GET", n), st.sampled_from(_names + ["HZ", "Save"])),
-    st.builds(lambda n: ("CONFIG", "GET", n), st.sampled_from(["zset-max-*", "maxmemory*", "*events*"])),
+    st.builds(lambda n: ("CONFIG", "GET", n), st.sampled_from(["zset-max-*", "list-max*", "*events*", "slowlog*"])),
     st.builds(lambda k: ("SET", k, "v"), st.sampled_from(["a", "b", "c"])),
     st.builds(lambda k: ("DEL", k), st.sampled_from(["a", "b", "c"])),
     st.just(("INFO", "keyspace")),
@@ -721,3 +734,80 @@ def test_random_config_sequences(cfg: Any, ops: list[tuple[str, ...]]) -> None:
             args += [k, v]
         for conn in (d.rq, d.ref):
             assert conn.call_raw("CONFIG", "SET", *args) == b"+OK\r\n"
+
+
+# ---- restrictions: MULTI, scripts --------------------------------------------------
+
+
+def test_multi_and_script_restrictions_diff(diff: Any) -> None:
+    d = diff
+    d("MULTI")
+    d("SHUTDOWN")
+    d("SAVE")
+    d("MONITOR")
+    d("EXEC")
+    d("MULTI")
+    d("MONITOR")
+    d("WAIT", "1", "0")  # cannot block inside a transaction
+    d("CONFIG", "GET", "hz")
+    d("EXEC")
+    for cmd in ("shutdown", "monitor", "save", "role", "wait','0','0", "debug','sleep','0", "config','get','hz"):
+        d("EVAL", "return redis.call('%s')" % cmd, "0")
+    d("EVAL", "return redis.call('time')[1] ~= nil", "0")
+    d("EVAL", "return redis.call('lastsave') > 0", "0")
+    d("SET", "k", "v")
+    d("EVAL", "return redis.call('info','keyspace')", "0")
+
+
+def test_getkeys_movable_diff(diff: Any) -> None:
+    d = diff
+    d("COMMAND", "GETKEYS", "eval", "return 1", "0")
+    d("COMMAND", "GETKEYS", "eval", "return 1", "2", "a", "b", "c")
+    d("COMMAND", "GETKEYS", "zunionstore", "d", "2", "a", "b", "weights", "1", "2")
+    d("COMMAND", "GETKEYS", "xread", "count", "1", "streams", "a", "b", "0", "0")
+
+
+def test_commandstats_subcommands(r: redis.Redis) -> None:
+    r.config_resetstat()
+    r.command_count()
+    r.command_list()
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("COMMAND", "COUNT", "x")
+    r.config_get("hz")
+    stats = r.info("commandstats")
+    assert stats["cmdstat_command|count"]["calls"] == 1
+    assert stats["cmdstat_command|count"]["rejected_calls"] == 1
+    assert stats["cmdstat_command|list"]["calls"] == 1
+    assert stats["cmdstat_config|get"]["calls"] == 1
+    assert "cmdstat_command" not in stats
+    r.command()
+    assert r.info("commandstats")["cmdstat_command"]["calls"] == 1
+
+
+def test_acl_categories_match_redis(rq_server: Any, redis_ref: Any) -> None:
+    """Where our command table agrees with Redis on flags, derived ACL categories must agree too."""
+    a, b = RawConn(rq_server.port), RawConn(redis_ref.port)
+    try:
+        def table(conn: RawConn) -> dict[bytes, Any]:
+            out = {}
+            for e in parse(conn.call_raw("COMMAND")):
+                out[e[0]] = e
+                for s in e[9]:
+                    out[s[0]] = s
+            return out
+
+        ours, theirs = table(a), table(b)
+        common = sorted(set(ours) & set(theirs))
+        assert len(common) > 50
+        compared = 0
+        for name in common:
+            o, t = ours[name], theirs[name]
+            if set(o[2]) != set(t[2]) or o[1] != t[1]:
+                continue  # the command table itself differs: not what this test is about
+            assert o[6] == t[6], (name, o[6], t[6])
+            assert o[3:6] == t[3:6], (name, o[3:6], t[3:6])
+            compared += 1
+        assert compared > 50
+    finally:
+        a.close()
+        b.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 import redis
@@ -137,38 +138,44 @@ def test_xread_nonblocking(r):
 # ---- blocking XREAD ---------------------------------------------------------------
 
 
+@pytest.fixture(params=["respqueue", "redis"])
+def anyr(request: Any) -> redis.Redis:
+    """The same scenario against respqueue and against the reference Redis."""
+    return request.getfixturevalue("r" if request.param == "respqueue" else "ref")
+
+
 def _port(r: redis.Redis) -> int:
     return r.connection_pool.connection_kwargs["port"]
 
 
-def test_xread_block_woken_by_xadd(r):
-    r.xadd("s", {"old": 1}, id="1-0")
+def test_xread_block_woken_by_xadd(anyr):
+    anyr.xadd("s", {"old": 1}, id="1-0")
     result: list = []
 
     def reader() -> None:
-        c = redis.Redis(port=_port(r), socket_timeout=10)
+        c = redis.Redis(port=_port(anyr), socket_timeout=10)
         result.append(c.xread({"s": "$"}, block=5000))
         c.close()
 
     t = threading.Thread(target=reader)
     t.start()
     time.sleep(0.3)
-    r.xadd("s", {"new": 1}, id="2-0")
+    anyr.xadd("s", {"new": 1}, id="2-0")
     t.join(10)
     assert result == [[[b"s", [(b"2-0", {b"new": b"1"})]]]]
 
 
-def test_xread_block_dollar_on_missing_key(r):
-    conn = RawConn(_port(r))
+def test_xread_block_dollar_on_missing_key(anyr):
+    conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "0", "STREAMS", "nokey", "$")
     time.sleep(0.2)
-    r.xadd("nokey", {"a": 1}, id="3-3")
+    anyr.xadd("nokey", {"a": 1}, id="3-3")
     assert conn.read_raw() == b"*1\r\n*2\r\n$5\r\nnokey\r\n*1\r\n*2\r\n$3\r\n3-3\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n"
     conn.close()
 
 
-def test_xread_block_timeout_returns_null_array(r):
-    conn = RawConn(_port(r))
+def test_xread_block_timeout_returns_null_array(anyr):
+    conn = RawConn(_port(anyr))
     t0 = time.time()
     assert conn.call_raw("XREAD", "BLOCK", "10", "STREAMS", "s", "$") == b"*-1\r\n"
     assert time.time() - t0 < 2
@@ -177,13 +184,13 @@ def test_xread_block_timeout_returns_null_array(r):
     conn.close()
 
 
-def test_xread_block_resolves_dollar_at_block_time(r):
+def test_xread_block_resolves_dollar_at_block_time(anyr):
     """Entries added before the wake-up but after blocking are all delivered; older ones are not."""
-    r.xadd("s", {"a": 1}, id="1-0")
-    conn = RawConn(_port(r))
+    anyr.xadd("s", {"a": 1}, id="1-0")
+    conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
     time.sleep(0.2)
-    pipe = r.pipeline(transaction=True)
+    pipe = anyr.pipeline(transaction=True)
     pipe.xadd("s", {"b": 1}, id="2-0")
     pipe.xadd("s", {"c": 1}, id="3-0")
     pipe.execute()
@@ -192,48 +199,48 @@ def test_xread_block_resolves_dollar_at_block_time(r):
     conn.close()
 
 
-def test_xread_block_ignores_unrelated_writes(r):
-    conn = RawConn(_port(r))
+def test_xread_block_ignores_unrelated_writes(anyr):
+    conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "400", "STREAMS", "s", "$")
     time.sleep(0.1)
-    r.xadd("other", {"a": 1})
+    anyr.xadd("other", {"a": 1})
     assert conn.read_raw() == b"*-1\r\n"
     conn.close()
 
 
-def test_xread_block_disconnect_while_blocked(r):
-    conn = RawConn(_port(r))
+def test_xread_block_disconnect_while_blocked(anyr):
+    conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
     time.sleep(0.1)
     conn.close()
     time.sleep(0.1)
-    r.xadd("s", {"a": 1}, id="1-0")
-    assert r.xlen("s") == 1
-    assert r.ping() is True
+    anyr.xadd("s", {"a": 1}, id="1-0")
+    assert anyr.xlen("s") == 1
+    assert anyr.ping() is True
     # a second blocked client is still served after the first one vanished
-    conn2 = RawConn(_port(r))
+    conn2 = RawConn(_port(anyr))
     conn2.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
     time.sleep(0.1)
-    r.xadd("s", {"b": 1}, id="2-0")
+    anyr.xadd("s", {"b": 1}, id="2-0")
     assert b"2-0" in conn2.read_raw()
     conn2.close()
 
 
-def test_xread_block_in_multi_does_not_block(r):
-    conn = RawConn(_port(r))
+def test_xread_block_in_multi_does_not_block(anyr):
+    conn = RawConn(_port(anyr))
     assert conn.call_raw("MULTI") == b"+OK\r\n"
     assert conn.call_raw("XREAD", "BLOCK", "0", "STREAMS", "s", "$") == b"+QUEUED\r\n"
     assert conn.call_raw("EXEC") == b"*1\r\n*-1\r\n"
     conn.close()
 
 
-def test_xread_block_count_and_order(r):
+def test_xread_block_count_and_order(anyr):
     """Two clients blocked on the same key are both served, COUNT applies."""
-    c1, c2 = RawConn(_port(r)), RawConn(_port(r))
+    c1, c2 = RawConn(_port(anyr)), RawConn(_port(anyr))
     c1.send("XREAD", "COUNT", "1", "BLOCK", "5000", "STREAMS", "s", "0-0")
     c2.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "0-0")
     time.sleep(0.2)
-    pipe = r.pipeline(transaction=True)
+    pipe = anyr.pipeline(transaction=True)
     pipe.xadd("s", {"a": 1}, id="1-0")
     pipe.xadd("s", {"a": 2}, id="2-0")
     pipe.execute()
@@ -244,11 +251,11 @@ def test_xread_block_count_and_order(r):
     c2.close()
 
 
-def test_xread_block_many_keys(r):
-    conn = RawConn(_port(r))
+def test_xread_block_many_keys(anyr):
+    conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "5000", "STREAMS", "k1", "k2", "k3", "$", "$", "$")
     time.sleep(0.2)
-    r.xadd("k2", {"z": 9}, id="4-4")
+    anyr.xadd("k2", {"z": 9}, id="4-4")
     assert conn.read_raw() == b"*1\r\n*2\r\n$2\r\nk2\r\n*1\r\n*2\r\n$3\r\n4-4\r\n*2\r\n$1\r\nz\r\n$1\r\n9\r\n"
     conn.close()
 
@@ -657,3 +664,358 @@ def test_diff3_shapes(diff3):
     diff3("XLEN", "a")
     diff3("XDEL", "a", "1-1")
     diff3("XINFO", "STREAM", "a")
+
+
+# ---- consumer groups -------------------------------------------------------------------------
+
+
+def _parse(raw: bytes) -> Any:
+    import hiredis
+
+    rd = hiredis.Reader()
+    rd.feed(raw)
+    return rd.gets()
+
+
+def _mask_times(v: Any) -> Any:
+    """Blank the wall-clock dependent numbers (idle, seen-time, delivery times) in a parsed reply."""
+    if isinstance(v, Exception):
+        return repr(v)
+    if isinstance(v, list):
+        out = [_mask_times(x) for x in v]
+        for i in range(0, len(out) - 1):
+            if out[i] in (b"idle", b"seen-time"):
+                out[i + 1] = "T"
+        # XPENDING extended rows: [id, consumer, idle, count]; XINFO FULL pending rows
+        if len(out) == 4 and isinstance(out[0], bytes) and b"-" in out[0] and isinstance(out[2], int):
+            out[2] = "T"
+        if len(out) == 3 and isinstance(out[0], bytes) and b"-" in out[0] and isinstance(out[1], int):
+            out[1] = "T"
+        return out
+    return v
+
+
+def _diff_masked(diff: Any, *args: Any) -> Any:
+    got, want = diff.both(*args)
+    if got == want:
+        return _parse(got)
+    g, w = _mask_times(_parse(got)), _mask_times(_parse(want))
+    if isinstance(g, Exception) or isinstance(w, Exception):
+        g, w = repr(g), repr(w)
+    assert g == w, f"{args!r}\n respqueue: {got!r}\n     redis: {want!r}"
+    return g
+
+
+def test_diff_xgroup(diff):
+    diff("XADD", "s", "1-1", "a", "1")
+    diff("XADD", "s", "1-2", "a", "2")
+    diff("XGROUP", "CREATE", "s", "g", "$")
+    diff("XGROUP", "CREATE", "s", "g0", "0")
+    diff("XGROUP", "CREATE", "s", "g0", "0")
+    diff("XGROUP", "create", "s", "g1", "1-1", "ENTRIESREAD", "1")
+    diff("XGROUP", "CREATE", "nokey", "g", "0")
+    diff("XGROUP", "CREATE", "nokey", "g", "0", "MKSTREAM")
+    diff("XGROUP", "CREATE", "nokey2", "g", "$", "MKSTREAM", "ENTRIESREAD", "5")
+    diff("XGROUP", "CREATE", "s", "g9", "0", "ENTRIESREAD", "-2")
+    diff("XGROUP", "CREATE", "s", "g9", "0", "ENTRIESREAD", "x")
+    diff("XGROUP", "CREATE", "s", "g9", "0", "FOO")
+    diff("XGROUP", "CREATE", "s", "g9", "-")
+    diff("XGROUP", "CREATE", "s", "g9", "bad")
+    diff("XGROUP", "CREATE", "s", "g9", "0", "MKSTREAM", "MKSTREAM", "MKSTREAM", "MKSTREAM")
+    diff("XGROUP", "CREATE", "s", "g9")
+    diff("SET", "str", "x")
+    diff("XGROUP", "CREATE", "str", "g", "0", "MKSTREAM")
+    diff("XGROUP", "SETID", "s", "nog", "0")
+    diff("XGROUP", "SETID", "s", "g", "-")
+    diff("XGROUP", "SETID", "s", "g", "bad")
+    diff("XGROUP", "SETID", "s", "g", "$", "ENTRIESREAD", "3")
+    diff("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD")
+    diff("XGROUP", "SETID", "s", "g", "0", "MKSTREAM")
+    diff("XGROUP", "SETID", "nokey9", "g", "0")
+    diff("XGROUP", "CREATECONSUMER", "s", "g", "c1")
+    diff("XGROUP", "CREATECONSUMER", "s", "g", "c1")
+    diff("XGROUP", "CREATECONSUMER", "s", "nog", "c1")
+    diff("XGROUP", "DELCONSUMER", "s", "g", "c1")
+    diff("XGROUP", "DELCONSUMER", "s", "g", "c1")
+    diff("XGROUP", "DELCONSUMER", "s", "nog", "c1")
+    diff("XGROUP", "DESTROY", "s", "nog")
+    diff("XGROUP", "DESTROY", "s", "g1")
+    diff("XGROUP", "DESTROY", "s")
+    diff("XGROUP", "DESTROY", "nokey9", "g")
+    diff("XGROUP", "HELP")
+    diff("XGROUP", "HELP", "x")
+    diff("XGROUP", "FOO")
+    diff("XGROUP")
+    diff("XINFO", "GROUPS", "s")
+    diff("XINFO", "GROUPS", "nokey2")
+    diff("XINFO", "STREAM", "s")
+    diff("TYPE", "nokey")
+
+
+def test_diff_xreadgroup_xack_xpending(diff):
+    for i in range(1, 6):
+        diff("XADD", "s", f"{i}-1", "f", str(i))
+    diff("XGROUP", "CREATE", "s", "g", "0")
+    diff("XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", "0")
+    diff("XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", "1-1")
+    diff("XREADGROUP", "GROUP", "g", "c3", "STREAMS", "s", "0")
+    diff("XINFO", "GROUPS", "s")
+    _diff_masked(diff, "XINFO", "CONSUMERS", "s", "g")
+    diff("XPENDING", "s", "g")
+    _diff_masked(diff, "XPENDING", "s", "g", "-", "+", "10")
+    _diff_masked(diff, "XPENDING", "s", "g", "-", "+", "2", "c2")
+    _diff_masked(diff, "XPENDING", "s", "g", "(1-1", "(5-1", "10")
+    _diff_masked(diff, "XPENDING", "s", "g", "IDLE", "0", "-", "+", "10")
+    diff("XPENDING", "s", "g", "IDLE", "100000", "-", "+", "10")
+    diff("XPENDING", "s", "g", "-", "+", "0")
+    diff("XPENDING", "s", "g", "-", "+", "-1")
+    diff("XPENDING", "s", "g", "+", "-", "10")
+    diff("XPENDING", "s", "g", "-", "+", "10", "nobody")
+    diff("XPENDING", "s", "g", "(+", "+", "10")
+    diff("XPENDING", "s", "g", "-", "(-", "10")
+    diff("XPENDING", "s", "g", "-")
+    diff("XPENDING", "s", "g", "-", "+")
+    diff("XPENDING", "s", "g", "-", "+", "x")
+    diff("XPENDING", "s", "g", "IDLE", "x", "-", "+", "10")
+    diff("XPENDING", "s", "g", "IDLE", "10", "-", "+")
+    diff("XPENDING", "s", "g", "-", "+", "10", "c1", "extra")
+    diff("XPENDING", "s", "nog")
+    diff("XPENDING", "nokey", "g")
+    diff("SET", "str", "x")
+    diff("XPENDING", "str", "g")
+    diff("XDEL", "s", "2-1")
+    diff("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", "0")
+    diff("XACK", "s", "g", "1-1", "bad")
+    diff("XACK", "s", "g", "1-1", "9-9", "1-1")
+    diff("XACK", "s", "nog", "bad")
+    diff("XACK", "nokey", "g", "bad")
+    diff("XACK", "str", "g", "1-1")
+    diff("XACK", "s", "g")
+    diff("XPENDING", "s", "g")
+    diff("XINFO", "GROUPS", "s")
+    diff("XGROUP", "DELCONSUMER", "s", "g", "c2")
+    diff("XPENDING", "s", "g")
+
+
+def test_diff_xreadgroup_errors_and_noack(diff):
+    diff("XADD", "s", "1-1", "f", "v")
+    diff("XADD", "t", "1-1", "f", "v")
+    diff("SET", "str", "x")
+    diff("XGROUP", "CREATE", "s", "g", "0")
+    diff("XREADGROUP", "GROUP", "nog", "c", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "STREAMS", "nokey", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "STREAMS", "str", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "t", ">", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "$")
+    diff("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "bad")
+    diff("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s")
+    diff("XREADGROUP", "GROUP", "g", "STREAMS", "s", ">")
+    diff("XREADGROUP", "COUNT", "1", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "COUNT", "x", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "BLOCK", "-1", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "FOO", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c")
+    diff("XREADGROUP", "GROUP", "g", "c", "NOACK", "STREAMS", "s", ">")
+    diff("XPENDING", "s", "g")
+    diff("XINFO", "GROUPS", "s")
+    diff("XREADGROUP", "GROUP", "g", "c", "NOACK", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "s", ">")
+    diff("XGROUP", "SETID", "s", "g", "0")
+    diff("XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", ">")
+    diff("XGROUP", "SETID", "s", "g", "0")
+    diff("XREADGROUP", "GROUP", "g", "c3", "STREAMS", "s", ">")
+    diff("XPENDING", "s", "g")
+    diff("MULTI")
+    diff("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    diff("EXEC")
+
+
+def test_diff_xclaim_xautoclaim(diff):
+    for i in range(1, 8):
+        diff("XADD", "s", f"{i}-0", "f", str(i))
+    diff("XGROUP", "CREATE", "s", "g", "0")
+    diff("XREADGROUP", "GROUP", "g", "c1", "COUNT", "4", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", ">")
+    diff("XCLAIM", "s", "g", "c3", "0", "1-0", "JUSTID")
+    diff("XCLAIM", "s", "g", "c3", "0", "2-0", "3-0")
+    diff("XCLAIM", "s", "g", "c3", "3600000", "4-0")
+    diff("XCLAIM", "s", "g", "c4", "0", "99-0", "FORCE")
+    diff("XCLAIM", "s", "g", "c4", "0", "5-0", "RETRYCOUNT", "7", "JUSTID")
+    diff("XCLAIM", "s", "g", "c4", "0", "6-0", "IDLE", "5000", "JUSTID")
+    diff("XCLAIM", "s", "g", "c4", "0", "7-0", "TIME", "1000", "JUSTID")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "FORCE", "JUSTID")
+    _diff_masked(diff, "XPENDING", "s", "g", "IDLE", "4000", "-", "+", "10")
+    diff("XCLAIM", "s", "g", "c5", "x", "1-0")
+    diff("XCLAIM", "s", "nog", "c5", "x", "1-0")
+    diff("XCLAIM", "nokey", "g", "c5", "0", "1-0")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "BAD")
+    diff("XCLAIM", "s", "g", "c5", "0", "BAD")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "IDLE", "x")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "TIME", "x")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "RETRYCOUNT", "x")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "LASTID", "x")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "IDLE")
+    diff("XCLAIM", "s", "g", "c5", "0", "1-0", "LASTID", "10-0", "JUSTID")
+    diff("XINFO", "GROUPS", "s")
+    diff("XDEL", "s", "3-0")
+    diff("XCLAIM", "s", "g", "c5", "0", "3-0")
+    diff("XPENDING", "s", "g")
+    diff("XADD", "s", "8-0", "f", "8")
+    diff("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">")
+    diff("XDEL", "s", "4-0", "5-0")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "0", "COUNT", "2")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "0", "COUNT", "2", "JUSTID")
+    diff("XAUTOCLAIM", "s", "g", "c9", "3600000", "0")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "(6-0")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "-")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "0", "COUNT", "0")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "0", "COUNT", "x")
+    diff("XAUTOCLAIM", "s", "g", "c9", "x", "0")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "bad")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "(18446744073709551615-18446744073709551615")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "0", "COUNT", "576460752303423488")
+    diff("XAUTOCLAIM", "s", "g", "c9", "0", "0", "FOO")
+    diff("XAUTOCLAIM", "s", "nog", "c9", "0", "0")
+    diff("XAUTOCLAIM", "nokey", "g", "c9", "0", "0")
+    diff("SET", "str", "x")
+    diff("XAUTOCLAIM", "str", "g", "c9", "0", "0")
+    diff("XCLAIM", "str", "g", "c9", "0", "0")
+    diff("XPENDING", "s", "g")
+    _diff_masked(diff, "XINFO", "CONSUMERS", "s", "g")
+    _diff_masked(diff, "XINFO", "STREAM", "s", "FULL")
+    _diff_masked(diff, "XINFO", "STREAM", "s", "FULL", "COUNT", "1")
+
+
+def test_diff_group_lag_and_entries_read(diff):
+    for i in range(1, 11):
+        diff("XADD", "s", f"{i}-0", "f", str(i))
+    diff("XGROUP", "CREATE", "s", "a", "0")
+    diff("XGROUP", "CREATE", "s", "b", "$")
+    diff("XGROUP", "CREATE", "s", "c", "5-0")
+    diff("XGROUP", "CREATE", "s", "d", "0", "ENTRIESREAD", "0")
+    diff("XINFO", "GROUPS", "s")
+    diff("XREADGROUP", "GROUP", "a", "x", "COUNT", "3", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "c", "x", "COUNT", "3", "STREAMS", "s", ">")
+    diff("XREADGROUP", "GROUP", "d", "x", "NOACK", "COUNT", "3", "STREAMS", "s", ">")
+    diff("XINFO", "GROUPS", "s")
+    diff("XDEL", "s", "7-0")
+    diff("XINFO", "GROUPS", "s")
+    diff("XREADGROUP", "GROUP", "a", "x", "STREAMS", "s", ">")
+    diff("XINFO", "GROUPS", "s")
+    diff("XADD", "s", "11-0", "f", "11")
+    diff("XTRIM", "s", "MAXLEN", "3")
+    diff("XINFO", "GROUPS", "s")
+    diff("XGROUP", "SETID", "s", "b", "0", "ENTRIESREAD", "2")
+    diff("XINFO", "GROUPS", "s")
+    diff("XSETID", "s", "20-0", "ENTRIESADDED", "30", "MAXDELETEDID", "15-0")
+    diff("XINFO", "GROUPS", "s")
+    diff("XINFO", "STREAM", "s")
+
+
+def test_diff3_group_shapes(diff3):
+    diff3("XADD", "s", "1-1", "f", "v")
+    diff3("XGROUP", "CREATE", "s", "g", "0")
+    diff3("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    diff3("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    diff3("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0")
+    diff3("XPENDING", "s", "g")
+    diff3("XINFO", "GROUPS", "s")
+    diff3("XINFO", "STREAM", "s")
+    diff3("XCLAIM", "s", "g", "c2", "0", "1-1", "JUSTID")
+    diff3("XAUTOCLAIM", "s", "g", "c3", "0", "0", "JUSTID")
+    diff3("XACK", "s", "g", "1-1")
+    diff3("XPENDING", "s", "g")
+    diff3("XGROUP", "HELP")
+
+
+def test_copy_keeps_groups(r):
+    r.xadd("s", {"a": 1}, id="1-1")
+    r.xgroup_create("s", "g", id="0")
+    r.xreadgroup("g", "c", {"s": ">"})
+    r.copy("s", "t")
+    assert r.xpending("t", "g")["pending"] == 1
+    r.xack("t", "g", "1-1")
+    assert r.xpending("t", "g")["pending"] == 0
+    assert r.xpending("s", "g")["pending"] == 1
+
+
+def test_xreadgroup_block_woken_by_xadd(anyr):
+    anyr.xgroup_create("s", "g", id="$", mkstream=True)
+    conn = RawConn(_port(anyr))
+    conn.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
+    time.sleep(0.2)
+    anyr.xadd("s", {"a": 1}, id="1-1")
+    assert conn.read_raw() == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n"
+    assert anyr.xpending("s", "g")["pending"] == 1
+    conn.close()
+
+
+def test_xreadgroup_block_two_consumers_share_work(anyr):
+    anyr.xgroup_create("s", "g", id="$", mkstream=True)
+    c1, c2 = RawConn(_port(anyr)), RawConn(_port(anyr))
+    c1.send("XREADGROUP", "GROUP", "g", "a", "BLOCK", "5000", "STREAMS", "s", ">")
+    c2.send("XREADGROUP", "GROUP", "g", "b", "BLOCK", "5000", "STREAMS", "s", ">")
+    time.sleep(0.2)
+    anyr.xadd("s", {"n": 1}, id="1-1")
+    assert b"1-1" in c1.read_raw()
+    anyr.xadd("s", {"n": 2}, id="2-1")
+    assert b"2-1" in c2.read_raw()
+    c1.close()
+    c2.close()
+
+
+def test_xreadgroup_block_group_destroyed_or_key_deleted(anyr):
+    anyr.xgroup_create("s", "g", id="$", mkstream=True)
+    conn = RawConn(_port(anyr))
+    conn.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
+    time.sleep(0.2)
+    anyr.xgroup_destroy("s", "g")
+    assert conn.read_raw() == b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"
+    anyr.xgroup_create("s", "g", id="$")
+    conn.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
+    time.sleep(0.2)
+    anyr.delete("s")
+    assert conn.read_raw() == b"-UNBLOCKED the stream key no longer exists\r\n"
+    conn.close()
+
+
+def test_xread_block_key_deleted_keeps_waiting(anyr):
+    anyr.xadd("s", {"a": 1}, id="1-1")
+    conn = RawConn(_port(anyr))
+    conn.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
+    time.sleep(0.2)
+    anyr.delete("s")
+    anyr.set("s", "now a string")
+    anyr.delete("s")
+    # the recreated stream's entry is newer than the 1-1 the client waits past... only if above it
+    anyr.xadd("s", {"b": 2}, id="0-5")
+    anyr.xadd("s", {"c": 3}, id="2-2")
+    assert conn.read_raw() == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n"
+    conn.close()
+
+
+def test_diff_node_size_config(diff):
+    """CONFIG SET stream-node-max-entries/bytes change where ~ can cut, as in Redis."""
+    try:
+        diff("CONFIG", "SET", "stream-node-max-entries", "10")
+        for i in range(1, 96):
+            diff("XADD", "s", f"{i}-0", "f", "v")
+        diff("XINFO", "STREAM", "s")
+        diff("XTRIM", "s", "MAXLEN", "~", "33")
+        diff("XLEN", "s")
+        diff("XTRIM", "s", "MAXLEN", "~", "0")
+        diff("XTRIM", "s", "MAXLEN", "~", "0", "LIMIT", "0")
+        diff("XLEN", "s")
+        diff("CONFIG", "SET", "stream-node-max-entries", "0")
+        diff("CONFIG", "SET", "stream-node-max-bytes", "300")
+        for i in range(1, 60):
+            diff("XADD", "t", f"{i}-0", "field", "v" * (i % 20))
+        diff("XINFO", "STREAM", "t")
+        diff("XTRIM", "t", "MAXLEN", "~", "20")
+        diff("XLEN", "t")
+    finally:
+        diff("CONFIG", "SET", "stream-node-max-entries", "100")
+        diff("CONFIG", "SET", "stream-node-max-bytes", "4096")

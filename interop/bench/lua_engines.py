@@ -82,6 +82,19 @@ def child(engine: str, n: int) -> None:
     for _ in range(n):
         s.eval(c, unp, False, False)
     du = time.perf_counter() - t0
+    ping = [b"EVAL", b"local r = redis.call for i = 1, 20 do r('INCR', KEYS[1]) end return 1", b"1", b"cnt"]
+    t0 = time.perf_counter()
+    for _ in range(n):
+        s.eval(c, ping, False, False)
+    dp = time.perf_counter() - t0
+    from respqueue.dispatch import call, resolve
+
+    t0 = time.perf_counter()
+    for _ in range(n):
+        for _ in range(20):
+            argv = [b"INCR", b"cnt"]
+            call(c, resolve(argv), argv)
+    dd = time.perf_counter() - t0
     t0 = time.perf_counter()
     cpu = [b"EVAL", b"local s = 0 for i = 1, 100000 do s = s + i % 7 end return s", b"0"]
     for _ in range(20):
@@ -89,7 +102,9 @@ def child(engine: str, n: int) -> None:
     dc = time.perf_counter() - t0
     print(
         f"{engine:9s} bullmq-like script (20 calls): {dt / n * 1e6:7.1f} us/run, {n / dt:7.0f} runs/s | "
-        f"cmsgpack.unpack script: {du / n * 1e6:5.1f} us | pure-Lua loop 100k: {dc / 20 * 1e3:6.2f} ms"
+        f"cmsgpack.unpack script: {du / n * 1e6:5.1f} us | pure-Lua loop 100k: {dc / 20 * 1e3:6.2f} ms | "
+        f"bridge overhead: {(dp - dd) / n / 20 * 1e6:4.2f} us/call (20x INCR: {dp / n * 1e6:5.1f} us in Lua, "
+        f"{dd / n * 1e6:5.1f} us direct)"
     )
 
 

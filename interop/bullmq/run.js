@@ -199,6 +199,8 @@ const scenarios = {
   },
 };
 
+Object.assign(scenarios, require('./scenarios_more')({ connection, track, waitFor, sleep, port, clientKind }));
+
 async function main() {
   const fn = scenarios[scenarioName];
   if (!fn) throw new Error(`unknown scenario ${scenarioName}`);

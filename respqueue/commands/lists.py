@@ -30,7 +30,6 @@ _COUNT_POSITIVE = RedisError(b"ERR count should be greater than 0")
 _TIMEOUT_NEGATIVE = RedisError(b"ERR timeout is negative")
 
 
-
 # ---- argument parsing ---------------------------------------------------------
 def _int(b: bytes) -> int:
     v = str2int(b)
@@ -129,7 +128,7 @@ def _push(c: Any, argv: list[bytes], left: bool, only_existing: bool) -> int:
 
 
 def _move(c: Any, src: bytes, dst: bytes, from_left: bool, to_left: bool) -> bytes | None:
-    """LMOVE's body once the source is known to exist (or not)."""
+    """LMOVE/RPOPLPUSH: pop from ``src``, push onto ``dst``; None if ``src`` is absent."""
     db = c.db
     slist = db.lookup_type(src, List)
     if slist is None:
@@ -339,8 +338,14 @@ def lpos(c: Any, argv: list[bytes]) -> Any:
         j += 1
     from_tail = rank < 0
     if from_tail:
-        # Redis 7.0 negates a LONG_MIN rank into itself: it then matches from the first hit
-        rank = 1 if rank == INT64_MIN else -rank
+        if rank == INT64_MIN:
+            # Redis 7.0 negates LONG_MIN into itself: every match from the tail
+            # qualifies and the COUNT limit never triggers
+            rank = 1
+            if count > 0:
+                count = 0
+        else:
+            rank = -rank
     lst = _get(c, argv[1])
     if lst is None:
         return [] if count != -1 else None
@@ -422,6 +427,17 @@ def _retrying(c: Any) -> bool:
     return getattr(c, "blocked", None) is not None
 
 
+def _serve_order(c: Any, keys: list[bytes], retry: bool) -> list[bytes]:
+    """The keys to try, in order. On a re-run Redis serves the client from the
+    key that became ready, not from the first non-empty key in argv order; the
+    server tells us which one if its block state carries ``ready_key``."""
+    if retry:
+        rk = getattr(c.blocked, "ready_key", None)
+        if rk is not None and rk in keys:
+            return [rk]
+    return keys
+
+
 def _lookup_blocking(db: Any, key: bytes, retry: bool) -> List | None:
     if retry:
         v = db.lookup(key)
@@ -434,7 +450,7 @@ def _bpop(c: Any, argv: list[bytes], left: bool) -> Any:
     db = c.db
     keys = argv[1:-1]
     retry = _retrying(c)
-    for key in keys:
+    for key in _serve_order(c, keys, retry):
         lst = _lookup_blocking(db, key, retry)
         if lst is not None:
             v = lst.pop_one(left)
@@ -481,7 +497,8 @@ def brpoplpush(c: Any, argv: list[bytes]) -> Any:
 def blmpop(c: Any, argv: list[bytes]) -> Any:
     keys, left, count = _parse_mpop(argv, 2)
     timeout = _timeout(argv[1])
-    r = _mpop(c, keys, left, count, _retrying(c))
+    retry = _retrying(c)
+    r = _mpop(c, _serve_order(c, keys, retry), left, count, retry)
     if r is not None:
         return r
     if not c.may_block:

@@ -339,7 +339,7 @@ def reset_stats(server: Any) -> None:
     errs = getattr(server, "errorstats", None)
     if isinstance(errs, dict):
         errs.clear()
-    for cmd in _all_commands():
+    for cmd in [*unique_commands(), *_all_commands()]:
         cmd.calls = cmd.usec = cmd.failed_calls = cmd.rejected_calls = 0
 
 
@@ -636,6 +636,11 @@ def _sec_cpu(server: Any) -> list[str]:
 def _sec_commandstats(server: Any) -> list[str]:
     out = []
     for cmd in _all_commands():
+        if cmd.parent is _COMMAND_CMD and cmd.name == "count":
+            # bare COMMAND: the container's own calls, less those of its subcommands
+            bare = _bare_command_stats()
+            if bare is not None:
+                out.append(bare)
         if not (cmd.calls or cmd.failed_calls or cmd.rejected_calls):
             continue
         per_call = cmd.usec / cmd.calls if cmd.calls else 0.0
@@ -644,6 +649,19 @@ def _sec_commandstats(server: Any) -> list[str]:
             f"rejected_calls={cmd.rejected_calls},failed_calls={cmd.failed_calls}"
         )
     return out
+
+
+def _bare_command_stats() -> str | None:
+    assert _COMMAND_CMD is not None
+    subs = _COMMAND_SUBS.values()
+    calls = _COMMAND_CMD.calls - sum(x.calls + x.rejected_calls for x in subs)
+    failed = _COMMAND_CMD.failed_calls - sum(x.failed_calls + x.rejected_calls for x in subs)
+    if calls <= 0:
+        return None
+    return (
+        f"cmdstat_command:calls={calls},usec=0,usec_per_call=0.00,"
+        f"rejected_calls={_COMMAND_CMD.rejected_calls},failed_calls={max(failed, 0)}"
+    )
 
 
 def _sec_errorstats(server: Any) -> list[str]:
@@ -728,6 +746,7 @@ _DANGEROUS = frozenset({
     "flushall", "flushdb", "swapdb", "keys", "sort", "migrate", "restore", "restore-asking", "info",
     "lastsave", "role", "client|kill", "client|list", "client|pause", "client|unpause",
 })
+_ADMIN = frozenset({"lastsave", "role"})
 _MOVABLE = frozenset({
     "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "zunionstore", "zinterstore",
     "zdiffstore", "zunion", "zinter", "zdiff", "zintercard", "sintercard", "lmpop", "zmpop", "blmpop",
@@ -800,11 +819,12 @@ def acl_categories(cmd: Command) -> list[str]:
     cats: set[str] = set()
     if cmd.proc is None and cmd.subcommands is not None:
         return ["@slow"]
-    if "write" in fl:
+    scripting = _GROUP_CATEGORY.get(cmd.group) == "scripting"
+    if "write" in fl and not scripting:
         cats.add("write")
-    if "readonly" in fl and "write" not in fl:
+    if "readonly" in fl and "write" not in fl and not scripting:
         cats.add("read")
-    if "admin" in fl:
+    if "admin" in fl or cmd.fullname in _ADMIN:
         cats.update(("admin", "dangerous"))
     cats.add("fast" if "fast" in fl else "slow")
     if "blocking" in fl:
@@ -812,7 +832,7 @@ def acl_categories(cmd: Command) -> list[str]:
     if "dangerous" in fl or cmd.fullname in _DANGEROUS:
         cats.add("dangerous")
     g = _GROUP_CATEGORY.get(cmd.group)
-    if g is not None:
+    if g is not None and not (g == "pubsub" and cmd.name == "help"):
         cats.add(g)
     return ["@" + x for x in _ACL_ORDER if x in cats]
 
@@ -831,7 +851,11 @@ def _key_spec(cmd: Command) -> list[dict[bytes, Any]]:
 
 
 def _flags_of(cmd: Command) -> list[Status]:
-    flags = [Status(f.encode()) for f in cmd.flags if f not in ("dangerous",)]
+    # the registry's "pubsub" flag means "allowed while subscribed"; Redis's marks pub/sub commands
+    pubsub = _GROUP_CATEGORY.get(cmd.group) == "pubsub" and cmd.name != "help" and cmd.proc is not None
+    flags = [Status(f.encode()) for f in cmd.flags if f not in ("dangerous", "sentinel", "pubsub")]
+    if pubsub:
+        flags.append(Status(b"pubsub"))
     if cmd.fullname in _MOVABLE and b"movablekeys" not in flags:
         flags.append(Status(b"movablekeys"))
     return flags
@@ -839,6 +863,7 @@ def _flags_of(cmd: Command) -> list[Status]:
 
 def command_info_entry(cmd: Command) -> list[Any]:
     """One COMMAND INFO entry in Redis 7's ten-element shape."""
+    subs = _subcommands_of(cmd)
     return [
         cmd.fullname.encode(),
         cmd.arity,
@@ -848,8 +873,8 @@ def command_info_entry(cmd: Command) -> list[Any]:
         cmd.step,
         SetReply([Status(x.encode()) for x in acl_categories(cmd)]),
         SetReply(),
-        _key_spec(cmd),
-        [command_info_entry(s) for s in _subcommands_of(cmd)],
+        SetReply(_key_spec(cmd)),
+        [command_info_entry(s) for s in subs] if subs else SetReply(),
     ]
 
 
@@ -1029,9 +1054,15 @@ def command_(c: Any, argv: list[bytes]) -> Any:
         raise RedisError(b"ERR unknown subcommand '" + argv[1][:128] + b"'. Try COMMAND HELP.")
     n = len(argv)
     if (sub.arity > 0 and n != sub.arity) or n < -sub.arity:
+        sub.rejected_calls += 1
         raise wrong_args(sub.fullname)
     assert sub.proc is not None
-    return sub.proc(c, argv)
+    sub.calls += 1
+    try:
+        return sub.proc(c, argv)
+    except RedisError:
+        sub.failed_calls += 1
+        raise
 
 
 _COMMAND_CMD = lookup(b"command")
@@ -1107,7 +1138,9 @@ def slowlog_get(c: Any, argv: list[bytes]) -> Any:
             raise RedisError("ERR count should be greater than or equal to -1")
         count = v
     elif len(argv) > 3:
-        raise RedisError("ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.")
+        raise RedisError(
+            b"ERR unknown subcommand or wrong number of arguments for '" + argv[1] + b"'. Try SLOWLOG HELP."
+        )
     log_ = c.server.slowlog
     if count == -1 or count > len(log_):
         count = len(log_)

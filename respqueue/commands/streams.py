@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any
 
 from ..errors import NO_SUCH_KEY, NOT_INTEGER, SYNTAX, wrong_args
 from ..keyspace import mstime
 from ..resp import NULL_ARRAY, OK, RedisError, Status
-from ..types.stream import MASK64, MAX_ID, Stream, format_id
+from ..types.stream import INVALID_ENTRIES_READ, MASK64, MAX_ID, Group, Nack, Stream, format_id
 from .registry import command, container, subcommand
 from .util import str2int
 
@@ -35,6 +36,25 @@ XREAD_NOACK_OPT = RedisError(b"ERR The NOACK option is only supported by XREADGR
 XREAD_GT_ID = RedisError(
     b"ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
 )
+XREADGROUP_NO_GROUP = RedisError(b"ERR Missing GROUP option for XREADGROUP")
+XREADGROUP_DOLLAR = RedisError(
+    b"ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by "
+    b"specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+)
+XREADGROUP_KEY_GONE = RedisError(b"UNBLOCKED the stream key no longer exists")
+XREADGROUP_GROUP_GONE = RedisError(b"NOGROUP the consumer group this client was blocked on no longer exists")
+XGROUP_NO_KEY = RedisError(
+    b"ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM "
+    b"option to create an empty stream automatically."
+)
+BUSYGROUP = RedisError(b"BUSYGROUP Consumer Group name already exists")
+ENTRIESREAD_NEGATIVE = RedisError(b"ERR value for ENTRIESREAD must be positive or -1")
+XCLAIM_BAD_MINIDLE = RedisError(b"ERR Invalid min-idle-time argument for XCLAIM")
+XAUTOCLAIM_BAD_MINIDLE = RedisError(b"ERR Invalid min-idle-time argument for XAUTOCLAIM")
+XAUTOCLAIM_BAD_COUNT = RedisError(b"ERR COUNT must be > 0")
+XAUTOCLAIM_NO_MEMORY = RedisError(b"ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
+XAUTOCLAIM_MAX_COUNT = (2**63 - 1) // 16
+XAUTOCLAIM_ALLOC_LIMIT = 1 << 36  # beyond this Redis's transient allocation fails
 XSETID_SMALLER = RedisError(b"ERR The ID specified in XSETID is smaller than the target stream top item")
 XSETID_SMALLER_MAXDEL = RedisError(b"ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id")
 XSETID_ENTRIES_SMALL = RedisError(b"ERR The entries_added specified in XSETID is smaller than the target stream length")
@@ -105,9 +125,22 @@ def _interval_id(b: bytes, missing_seq: int) -> tuple[int, bool]:
     return parse_id(b, missing_seq)[0], False
 
 
+def _config_int(extra: dict[str, str], name: str, default: int) -> int:
+    raw = extra.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        return default
+
+
 def _node_limits(c: Any) -> tuple[int, int]:
-    cfg = c.server.config
-    return int(getattr(cfg, "stream_node_max_entries", 100)), int(getattr(cfg, "stream_node_max_bytes", 4096))
+    """stream-node-max-entries and stream-node-max-bytes, as CONFIG SET left them."""
+    extra = getattr(c.server, "config_extra", None)
+    if not extra:
+        return 100, 4096
+    return _config_int(extra, "stream-node-max-entries", 100), _config_int(extra, "stream-node-max-bytes", 4096)
 
 
 class _TrimArgs:
@@ -394,12 +427,19 @@ def _stream_or_none(db: Any, key: bytes) -> Stream | None:
     return v if isinstance(v, Stream) else None
 
 
-@command("xread", -4, "readonly blocking movablekeys", 0, 0, 0, group="stream")
-def xread(c: Any, argv: list[bytes]) -> Any:
+def _one(c: Any, key: bytes, entries: list[Any]) -> Any:
+    return {key: entries} if c.resp == 3 else [[key, entries]]
+
+
+def _xread_generic(c: Any, argv: list[bytes], readgroup: bool) -> Any:
+    """XREAD and XREADGROUP (xreadCommand)."""
     timeout = -1
     count = 0
     streams_arg = 0
     nstreams = 0
+    groupname: bytes | None = None
+    consumername = b""
+    noack = False
     n = len(argv)
     i = 1
     while i < n:
@@ -423,54 +463,78 @@ def xread(c: Any, argv: list[bytes]) -> Any:
             nstreams >>= 1
             break
         elif o == b"group" and more >= 2:
-            raise XREAD_GROUP_OPT
+            if not readgroup:
+                raise XREAD_GROUP_OPT
+            groupname = argv[i + 1]
+            consumername = argv[i + 2]
+            i += 2
         elif o == b"noack":
-            raise XREAD_NOACK_OPT
+            if not readgroup:
+                raise XREAD_NOACK_OPT
+            noack = True
         else:
             raise SYNTAX
         i += 1
     if streams_arg == 0:
         raise SYNTAX
+    if readgroup and groupname is None:
+        raise XREADGROUP_NO_GROUP
     # imported here: dispatch imports the command table, which imports this module
     from ..dispatch import Block
 
     db = c.db
     keys = argv[streams_arg : streams_arg + nstreams]
-    retry = getattr(c, "blocked", None) is not None  # re-run for a blocked client
+    if getattr(c, "blocked", None) is not None:
+        return _serve_blocked(c, keys, argv[streams_arg + nstreams :], count, groupname, consumername, noack)
+
     ids: list[int] = []
+    groups: list[Group] = []
     for idx in range(nstreams):
         key = keys[idx]
-        s = _stream_or_none(db, key) if retry else db.lookup_type(key, Stream)
+        s = db.lookup_type(key, Stream)
+        if groupname is not None:
+            g = s.group(groupname) if s is not None else None
+            if g is None:
+                raise RedisError(
+                    b"NOGROUP No such key '"
+                    + key
+                    + b"' or consumer group '"
+                    + groupname
+                    + b"' in XREADGROUP with GROUP option"
+                )
+            groups.append(g)
         a = argv[streams_arg + nstreams + idx]
         if a == b"$":
+            if readgroup:
+                raise XREADGROUP_DOLLAR
             ids.append(s.last_id if s is not None else 0)
         elif a == b">":
-            raise XREAD_GT_ID
+            if not readgroup:
+                raise XREAD_GT_ID
+            ids.append(MAX_ID)
         else:
             ids.append(parse_id(a, 0, strict=True)[0])
 
-    if retry:
-        # Served like Redis's serveClientsBlockedOnStreamKey: the first key
-        # whose last ID moved past the one we wait for, alone in the reply.
-        for idx in range(nstreams):
-            s = _stream_or_none(db, keys[idx])
-            gt = ids[idx]
-            if s is not None and s.last_id > gt:
-                entries = s.range(gt + 1, MAX_ID, count) if gt < MAX_ID else []
-                if c.resp == 3:
-                    return {keys[idx]: entries}
-                return [[keys[idx], entries]]
-        return Block(keys, 0, NULL_ARRAY)
-
     out: list[Any] = []
+    now = mstime()
     for idx in range(nstreams):
-        s = db.lookup_type(keys[idx], Stream)
-        if s is None or not len(s):
+        key = keys[idx]
+        s = db.lookup_type(key, Stream)
+        if s is None:
             continue
         gt = ids[idx]
-        top = s.last_valid_id()
-        if top > gt:  # type: ignore[operator]
-            out.append((keys[idx], s.range(gt + 1, MAX_ID, count)))
+        if groupname is not None:
+            g = groups[idx]
+            if gt != MAX_ID:
+                cons = g.get_or_create_consumer(consumername, now)
+                out.append((key, s.read_history(cons, gt + 1, count, now)))
+                db.modified(key)
+            elif len(s) and s.last_valid_id() > g.last_id:  # type: ignore[operator]
+                cons = g.get_or_create_consumer(consumername, now)
+                out.append((key, s.read_group(g, cons, g.last_id + 1, count, noack, now)))
+                db.modified(key)
+        elif len(s) and s.last_valid_id() > gt:  # type: ignore[operator]
+            out.append((key, s.range(gt + 1, MAX_ID, count)))
     if out:
         if c.resp == 3:
             return dict(out)
@@ -478,11 +542,439 @@ def xread(c: Any, argv: list[bytes]) -> Any:
     if timeout != -1:
         if not c.may_block:
             return NULL_ARRAY
-        new_argv = [argv[0], b"COUNT", b"%d" % (count or XREAD_BLOCKED_DEFAULT_COUNT), b"STREAMS", *keys]
-        new_argv.extend(format_id(x) for x in ids)
+        new_argv = [argv[0]]
+        if groupname is not None:
+            new_argv += [b"GROUP", groupname, consumername]
+            if noack:
+                new_argv.append(b"NOACK")
+        new_argv += [b"COUNT", b"%d" % (count or XREAD_BLOCKED_DEFAULT_COUNT), b"STREAMS", *keys]
+        new_argv.extend(b">" if x == MAX_ID and groupname is not None else format_id(x) for x in ids)
         # timeouts beyond any practical wait (Redis overflows them) block "forever"
         return Block(list(keys), min(timeout / 1000.0, 1e9), NULL_ARRAY, argv=new_argv)
     return NULL_ARRAY
+
+
+def _serve_blocked(
+    c: Any, keys: list[bytes], idargs: list[bytes], count: int, groupname: bytes | None, consumer: bytes, noack: bool
+) -> Any:
+    """A blocked XREAD/XREADGROUP re-run after a key changed (serveClientsBlockedOnStreamKey).
+
+    As in Redis, the first stream with news is served alone; XREADGROUP
+    clients get an error when their stream or group went away.
+    """
+    from ..dispatch import Block
+
+    db = c.db
+    for idx, key in enumerate(keys):
+        s = _stream_or_none(db, key)
+        if groupname is not None:
+            if s is None:
+                raise XREADGROUP_KEY_GONE
+            g = s.group(groupname)
+            if g is None:
+                raise XREADGROUP_GROUP_GONE
+            if s.last_id > g.last_id:
+                now = mstime()
+                cons = g.get_or_create_consumer(consumer, now)
+                entries = s.read_group(g, cons, g.last_id + 1, count, noack, now)
+                db.modified(key)
+                return _one(c, key, entries)
+        elif s is not None:
+            a = idargs[idx]
+            gt = parse_id(a, 0, strict=True)[0]
+            if s.last_id > gt:
+                return _one(c, key, s.range(gt + 1, MAX_ID, count) if gt < MAX_ID else [])
+    return Block(keys, 0, NULL_ARRAY)
+
+
+@command("xread", -4, "readonly blocking movablekeys", 0, 0, 0, group="stream")
+def xread(c: Any, argv: list[bytes]) -> Any:
+    return _xread_generic(c, argv, False)
+
+
+@command("xreadgroup", -7, "write blocking movablekeys", 0, 0, 0, group="stream")
+def xreadgroup(c: Any, argv: list[bytes]) -> Any:
+    return _xread_generic(c, argv, True)
+
+
+# ---- XGROUP -----------------------------------------------------------------------
+container("xgroup", -2, "", group="stream")
+
+_XGROUP_HELP = [
+    b"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"CREATE <key> <groupname> <id|$> [option]",
+    b"    Create a new consumer group. Options are:",
+    b"    * MKSTREAM",
+    b"      Create the empty stream if it does not exist.",
+    b"    * ENTRIESREAD entries_read",
+    b"      Set the group's entries_read counter (internal use).",
+    b"CREATECONSUMER <key> <groupname> <consumer>",
+    b"    Create a new consumer in the specified group.",
+    b"DELCONSUMER <key> <groupname> <consumer>",
+    b"    Remove the specified consumer.",
+    b"DESTROY <key> <groupname>",
+    b"    Remove the specified group.",
+    b"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    b"    Set the current group ID and entries_read counter.",
+    b"HELP",
+    b"    Prints this help.",
+]
+
+
+def _nogroup(group: bytes, key: bytes) -> RedisError:
+    return RedisError(b"NOGROUP No such consumer group '" + group + b"' for key name '" + key + b"'")
+
+
+def _nogroup_key(key: bytes, group: bytes) -> RedisError:
+    return RedisError(b"NOGROUP No such key '" + key + b"' or consumer group '" + group + b"'")
+
+
+@subcommand("xgroup", "help", 2, "loading stale")
+def xgroup_help(c: Any, argv: list[bytes]) -> Any:
+    return [Status(x) for x in _XGROUP_HELP]
+
+
+def _xgroup(c: Any, argv: list[bytes]) -> Any:
+    """xgroupCommand for CREATE, SETID, DESTROY, CREATECONSUMER and DELCONSUMER."""
+    opt = argv[1].lower()
+    n = len(argv)
+    mkstream = False
+    entries_read = INVALID_ENTRIES_READ
+    db = c.db
+    key, grpname = argv[2], argv[3]
+    i = 5
+    create, setid = opt == b"create", opt == b"setid"
+    while i < n:
+        a = argv[i].lower()
+        if create and a == b"mkstream":
+            mkstream = True
+            i += 1
+        elif (create or setid) and a == b"entriesread" and i + 1 < n:
+            entries_read = _parse_count(argv[i + 1])
+            if entries_read < 0 and entries_read != INVALID_ENTRIES_READ:
+                raise ENTRIESREAD_NEGATIVE
+            i += 2
+        else:
+            raise _sub_syntax(argv)
+    s = db.lookup_type(key, Stream)
+    g = None
+    if not mkstream:
+        if s is None:
+            raise XGROUP_NO_KEY
+        g = s.group(grpname)
+        if g is None and opt in (b"setid", b"createconsumer", b"delconsumer"):
+            raise _nogroup(grpname, key)
+    now = mstime()
+    if create and 5 <= n <= 8:
+        if argv[4] == b"$":
+            gid = s.last_id if s is not None else 0
+        else:
+            gid = parse_id(argv[4], 0, strict=True)[0]
+        created = s is None
+        if created:
+            s = Stream()
+        if s.create_group(grpname, gid, entries_read) is None:  # type: ignore[union-attr]
+            raise BUSYGROUP
+        if created:
+            db.add(key, s)
+        else:
+            db.modified(key)
+        return OK
+    if setid and n in (5, 7):
+        assert s is not None and g is not None
+        gid = s.last_id if argv[4] == b"$" else parse_id(argv[4], 0)[0]
+        g.last_id = gid
+        g.entries_read = entries_read
+        db.modified(key)
+        return OK
+    if opt == b"destroy" and n == 4:
+        assert s is not None
+        if g is not None:
+            s.destroy_group(grpname)
+            db.modified(key)
+            return 1
+        return 0
+    if opt == b"createconsumer" and n == 5:
+        assert g is not None
+        if g.create_consumer(argv[4], now) is None:
+            return 0
+        db.modified(key)
+        return 1
+    if opt == b"delconsumer" and n == 5:
+        assert g is not None
+        cons = g.consumer(argv[4])
+        if cons is None:
+            return 0
+        pending = g.delete_consumer(cons)
+        db.modified(key)
+        return pending
+    raise _sub_syntax(argv)
+
+
+subcommand("xgroup", "create", -5, "write denyoom", 2, 2, 1)(_xgroup)
+subcommand("xgroup", "setid", -5, "write", 2, 2, 1)(_xgroup)
+subcommand("xgroup", "destroy", 4, "write", 2, 2, 1)(_xgroup)
+subcommand("xgroup", "createconsumer", 5, "write denyoom", 2, 2, 1)(_xgroup)
+subcommand("xgroup", "delconsumer", 5, "write", 2, 2, 1)(_xgroup)
+
+
+# ---- XACK / XPENDING / XCLAIM / XAUTOCLAIM ------------------------------------------------
+@command("xack", -4, "write fast", 1, 1, 1, group="stream")
+def xack(c: Any, argv: list[bytes]) -> Any:
+    s = c.db.lookup_type(argv[1], Stream)
+    g = s.group(argv[2]) if s is not None else None
+    if g is None:
+        return 0
+    ids = [parse_id(b, 0, strict=True)[0] for b in argv[3:]]
+    acked = 0
+    for i in ids:
+        if g.ack(i):
+            acked += 1
+    if acked:
+        c.db.modified(argv[1])
+    return acked
+
+
+@command("xpending", -3, "readonly", 1, 1, 1, group="stream")
+def xpending(c: Any, argv: list[bytes]) -> Any:
+    n = len(argv)
+    key, grpname = argv[1], argv[2]
+    justinfo = n == 3
+    if n != 3 and (n < 6 or n > 9):
+        raise SYNTAX
+    minidle = 0
+    count = 0
+    start = end = 0
+    consumername: bytes | None = None
+    if n >= 6:
+        si = 3
+        if argv[3].lower() == b"idle":
+            minidle = _parse_count(argv[4])
+            if n < 8:
+                raise SYNTAX
+            si += 2
+        count = _parse_count(argv[si + 2])
+        if count < 0:
+            count = 0
+        start, ex = _interval_id(argv[si], 0)
+        if ex:
+            if start == MAX_ID:
+                raise BAD_START
+            start += 1
+        end, ex = _interval_id(argv[si + 1], MASK64)
+        if ex:
+            if end == 0:
+                raise BAD_END
+            end -= 1
+        if si + 3 < n:
+            consumername = argv[si + 3]
+    s = c.db.lookup_type(key, Stream)
+    g = s.group(grpname) if s is not None else None
+    if g is None:
+        raise _nogroup_key(key, grpname)
+    if justinfo:
+        pel = g.pel
+        if not pel:
+            return [0, None, None, NULL_ARRAY]
+        owners = [[cons.name, b"%d" % len(cons.pel)] for cons in g.sorted_consumers() if cons.pel]
+        return [len(pel), format_id(pel.peekitem(0)[0]), format_id(pel.peekitem(-1)[0]), owners]
+    if consumername is not None:
+        cons = g.consumer(consumername)
+        if cons is None:
+            return []
+        pel = cons.pel
+    else:
+        pel = g.pel
+    now = mstime()
+    out: list[Any] = []
+    if count and start <= end:
+        for id_ in pel.irange(start, end):
+            nack = pel[id_]
+            if minidle and now - nack.delivery_time < minidle:
+                continue
+            elapsed = now - nack.delivery_time
+            owner = nack.consumer.name if nack.consumer is not None else b""
+            out.append([format_id(id_), owner, elapsed if elapsed > 0 else 0, nack.delivery_count])
+            if len(out) == count:
+                break
+    return out
+
+
+@command("xclaim", -6, "write fast", 1, 1, 1, group="stream")
+def xclaim(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    key, grpname = argv[1], argv[2]
+    s = db.lookup_type(key, Stream)
+    g = s.group(grpname) if s is not None else None
+    if g is None:
+        raise _nogroup_key(key, grpname)
+    assert s is not None
+    minidle = str2int(argv[4])
+    if minidle is None:
+        raise XCLAIM_BAD_MINIDLE
+    if minidle < 0:
+        minidle = 0
+    n = len(argv)
+    ids: list[int] = []
+    j = 5
+    while j < n:
+        try:
+            ids.append(parse_id(argv[j], 0, strict=True)[0])
+        except RedisError:
+            break
+        j += 1
+    now = mstime()
+    force = justid = False
+    retrycount = -1
+    deliverytime = -1
+    last_id = 0
+    while j < n:
+        more = n - 1 - j
+        opt = argv[j].lower()
+        if opt == b"force":
+            force = True
+        elif opt == b"justid":
+            justid = True
+        elif opt == b"idle" and more:
+            j += 1
+            v = str2int(argv[j])
+            if v is None:
+                raise RedisError(b"ERR Invalid IDLE option argument for XCLAIM")
+            deliverytime = now - v
+        elif opt == b"time" and more:
+            j += 1
+            v = str2int(argv[j])
+            if v is None:
+                raise RedisError(b"ERR Invalid TIME option argument for XCLAIM")
+            deliverytime = v
+        elif opt == b"retrycount" and more:
+            j += 1
+            v = str2int(argv[j])
+            if v is None:
+                raise RedisError(b"ERR Invalid RETRYCOUNT option argument for XCLAIM")
+            retrycount = v
+        elif opt == b"lastid" and more:
+            j += 1
+            last_id = parse_id(argv[j], 0, strict=True)[0]
+        else:
+            raise RedisError(b"ERR Unrecognized XCLAIM option '" + argv[j] + b"'")
+        j += 1
+    changed = False
+    if last_id > g.last_id:
+        g.last_id = last_id
+        changed = True
+    if deliverytime != -1:
+        if deliverytime < 0 or deliverytime > now:
+            deliverytime = now
+    else:
+        deliverytime = now
+    consumer = None
+    out: list[Any] = []
+    pel = g.pel
+    for id_ in ids:
+        nack = pel.get(id_)
+        fv = s.get(id_)
+        if fv is None:
+            if nack is not None:
+                g.ack(id_)
+                changed = True
+            continue
+        if force and nack is None:
+            nack = pel[id_] = Nack(None, now, 1)
+        if nack is None:
+            continue
+        if nack.consumer is not None and minidle and now - nack.delivery_time < minidle:
+            continue
+        if consumer is None:
+            consumer = g.get_or_create_consumer(argv[3], now)
+        nack.delivery_time = deliverytime
+        if retrycount >= 0:
+            nack.delivery_count = retrycount
+        elif not justid:
+            nack.delivery_count += 1
+        g.assign(id_, nack, consumer)
+        out.append(format_id(id_) if justid else [format_id(id_), fv])
+        changed = True
+    if changed:
+        db.modified(key)
+    return out
+
+
+@command("xautoclaim", -6, "write fast", 1, 1, 1, group="stream")
+def xautoclaim(c: Any, argv: list[bytes]) -> Any:
+    db = c.db
+    key, grpname = argv[1], argv[2]
+    minidle = str2int(argv[4])
+    if minidle is None:
+        raise XAUTOCLAIM_BAD_MINIDLE
+    if minidle < 0:
+        minidle = 0
+    start, ex = _interval_id(argv[5], 0)
+    if ex:
+        if start == MAX_ID:
+            raise BAD_START
+        start += 1
+    count = 100
+    justid = False
+    n = len(argv)
+    j = 6
+    while j < n:
+        more = n - 1 - j
+        opt = argv[j].lower()
+        if opt == b"count" and more:
+            v = str2int(argv[j + 1])
+            if v is None or v < 1 or v > XAUTOCLAIM_MAX_COUNT:
+                raise XAUTOCLAIM_BAD_COUNT
+            count = v
+            j += 1
+        elif opt == b"justid":
+            justid = True
+        else:
+            raise SYNTAX
+        j += 1
+    s = db.lookup_type(key, Stream)
+    g = s.group(grpname) if s is not None else None
+    if g is None:
+        raise _nogroup_key(key, grpname)
+    assert s is not None
+    if count > XAUTOCLAIM_ALLOC_LIMIT:
+        raise XAUTOCLAIM_NO_MEMORY
+    attempts = count * 10
+    now = mstime()
+    pel = g.pel
+    consumer = None
+    claimed: list[Any] = []
+    deleted: list[bytes] = []
+    candidates = list(islice(pel.irange(minimum=start), attempts))
+    last_seen = -1
+    for id_ in candidates:
+        if not count:
+            break
+        last_seen = id_
+        nack = pel[id_]
+        fv = s.get(id_)
+        if fv is None:
+            g.ack(id_)
+            deleted.append(format_id(id_))
+            count -= 1
+            continue
+        if minidle and now - nack.delivery_time < minidle:
+            continue
+        if consumer is None:
+            consumer = g.get_or_create_consumer(argv[3], now)
+        nack.delivery_time = now
+        if not justid:
+            nack.delivery_count += 1
+        g.assign(id_, nack, consumer)
+        claimed.append(format_id(id_) if justid else [format_id(id_), fv])
+        count -= 1
+    cursor = 0
+    if last_seen >= 0:
+        nxt = next(iter(pel.irange(minimum=last_seen, inclusive=(False, True))), None)
+        cursor = 0 if nxt is None else nxt
+    if claimed or deleted:
+        db.modified(key)
+    return [format_id(cursor), claimed, deleted]
 
 
 # ---- XINFO ----------------------------------------------------------------------
@@ -523,6 +1015,10 @@ def _lookup_info(c: Any, key: bytes) -> Stream:
     return s
 
 
+def _entries_read(g: Group) -> int | None:
+    return None if g.entries_read == INVALID_ENTRIES_READ else g.entries_read
+
+
 @subcommand("xinfo", "stream", -3, "readonly", 2, 2, 1)
 def xinfo_stream(c: Any, argv: list[bytes]) -> Any:
     s = _lookup_info(c, argv[2])
@@ -550,24 +1046,67 @@ def xinfo_stream(c: Any, argv: list[bytes]) -> Any:
         b"recorded-first-entry-id": format_id(first if first is not None else 0),
     }
     if not full:
-        info[b"groups"] = 0
+        info[b"groups"] = s.num_groups()
         fe = s.range(0, MAX_ID, 1)
         le = s.range(0, MAX_ID, 1, rev=True)
         info[b"first-entry"] = fe[0] if fe else None
         info[b"last-entry"] = le[0] if le else None
-    else:
-        info[b"entries"] = s.range(0, MAX_ID, count)
-        info[b"groups"] = []
+        return info
+    info[b"entries"] = s.range(0, MAX_ID, count)
+    groups = []
+    for name, g in s.sorted_groups():
+        pending = []
+        for id_, nack in islice(g.pel.items(), count or None):
+            owner = nack.consumer.name if nack.consumer is not None else b""
+            pending.append([format_id(id_), owner, nack.delivery_time, nack.delivery_count])
+        consumers = []
+        for cons in g.sorted_consumers():
+            cpel = [
+                [format_id(id_), nack.delivery_time, nack.delivery_count]
+                for id_, nack in islice(cons.pel.items(), count or None)
+            ]
+            consumers.append(
+                {b"name": cons.name, b"seen-time": cons.seen_time, b"pel-count": len(cons.pel), b"pending": cpel}
+            )
+        groups.append(
+            {
+                b"name": name,
+                b"last-delivered-id": format_id(g.last_id),
+                b"entries-read": _entries_read(g),
+                b"lag": s.lag(g),
+                b"pel-count": len(g.pel),
+                b"pending": pending,
+                b"consumers": consumers,
+            }
+        )
+    info[b"groups"] = groups
     return info
 
 
 @subcommand("xinfo", "groups", 3, "readonly", 2, 2, 1)
 def xinfo_groups(c: Any, argv: list[bytes]) -> Any:
-    _lookup_info(c, argv[2])
-    return []
+    s = _lookup_info(c, argv[2])
+    return [
+        {
+            b"name": name,
+            b"consumers": len(g.consumers),
+            b"pending": len(g.pel),
+            b"last-delivered-id": format_id(g.last_id),
+            b"entries-read": _entries_read(g),
+            b"lag": s.lag(g),
+        }
+        for name, g in s.sorted_groups()
+    ]
 
 
 @subcommand("xinfo", "consumers", 4, "readonly", 2, 2, 1)
 def xinfo_consumers(c: Any, argv: list[bytes]) -> Any:
-    _lookup_info(c, argv[2])
-    raise RedisError(b"NOGROUP No such consumer group '" + argv[3] + b"' for key name '" + argv[2] + b"'")
+    s = _lookup_info(c, argv[2])
+    g = s.group(argv[3])
+    if g is None:
+        raise _nogroup(argv[3], argv[2])
+    now = mstime()
+    return [
+        {b"name": cons.name, b"pending": len(cons.pel), b"idle": max(0, now - cons.seen_time)}
+        for cons in g.sorted_consumers()
+    ]

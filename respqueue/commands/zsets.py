@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from ..errors import MIN_MAX_NOT_FLOAT, MIN_MAX_NOT_LEX, NOT_FLOAT, NOT_INTEGER, SYNTAX, WRONGTYPE
 from ..glob import compile_glob
 from ..keyspace import mstime
 from ..resp import NULL_ARRAY, RedisError
-from ..resp import format_double as _fmt
 from ..types.zset import MAXSTR, MINSTR, Entry, ZSet
 from .registry import command
 from .util import INT64_MAX, parse_float, str2int
+from .util import _round_ld as round_ld
 
 G = "sortedset"
 _WS = b" \t\n\r\x0b\x0c"
@@ -121,7 +123,10 @@ def _range_long(b: bytes, lo: int, hi: int, err: RedisError) -> int:
 
 
 def parse_timeout_ms(b: bytes) -> int:
-    """Redis's getTimeoutFromObjectOrReply (seconds, long double): 0 blocks forever."""
+    """Redis's getTimeoutFromObjectOrReply: ``(long long)ceill(seconds * 1000.0)`` in long double.
+
+    0 blocks forever; so do tiny negative timeouts like -0.001, as in Redis.
+    """
     if len(b) > 5 * 1024:
         raise TIMEOUT_NOT_FLOAT
     try:
@@ -137,19 +142,30 @@ def parse_timeout_ms(b: bytes) -> int:
         if v == 0.0:
             if d < Decimal("3.6e-4951"):
                 raise TIMEOUT_NOT_FLOAT
-            return 0
+            return 1  # a positive timeout below 1 ms rounds up
         if d >= Decimal("1.18e4932"):
             raise TIMEOUT_NOT_FLOAT
         raise TIMEOUT_NEGATIVE  # (long long) of a huge value is LLONG_MIN on x86
-    ms = v * 1000.0
-    if math.isinf(ms) or ms >= 9.223372036854775807e18 or ms <= -9.223372036854775807e18:
+    f = v * 1000.0
+    if math.isinf(f) or f >= 9.2e18 or f <= -9.2e18:
         raise TIMEOUT_NEGATIVE
-    t = int(ms)
+    r = round(f)
+    t = _exact_ceil_ms(b, v) if abs(f - r) < 1e-3 else math.ceil(f)
     if t < 0:
         raise TIMEOUT_NEGATIVE
     if t > 0 and t > INT64_MAX - mstime():
         raise TIMEOUT_RANGE
     return t
+
+
+@lru_cache(maxsize=512)
+def _exact_ceil_ms(b: bytes, v: float) -> int:
+    """ceil(seconds * 1000) computed in x87 long double, for values near a whole ms."""
+    if b"x" in b.lower():
+        q = Fraction(v)
+    else:
+        q = Fraction(Decimal(b.decode("ascii")))
+    return math.ceil(round_ld(round_ld(q) * 1000))
 
 
 # ---- helpers ----------------------------------------------------------------
@@ -684,7 +700,7 @@ def zrandmember(c: Any, argv: list[bytes]) -> Any:
         if count < 0 or count == 1:
             entries = z.random_entries(-count if count < 0 else 1)
         elif count >= size:
-            entries = z.entries(0, size)
+            entries = z.entries(0, size, True)  # Redis walks the whole zset from its tail
         else:
             entries = z.random_unique(count)
         return _emit(c, entries, withscores)
@@ -919,8 +935,9 @@ def zscan(c: Any, argv: list[bytes]) -> Any:
         hi = min(size, lo + count)
         nxt = 0 if hi >= size else hi
     out: list[Any] = []
+    fmt = z.scan_score
     for s, m in z.entries(lo, hi):
         if match is None or match(m):
             out.append(m)
-            out.append(_fmt(s))
+            out.append(fmt(s))
     return [b"%d" % nxt, out]

@@ -193,24 +193,41 @@ class List:
             n = len(d)
             self._d = d = deque(filter(value.__ne__, d))
             return n - len(d)
-        removed = 0
+        n = len(d)
+        found: list[int] = []  # indexes of the matches to remove
         if count > 0:
-            i = 0
-            while removed < count:
-                try:
-                    i = d.index(value, i)
-                except ValueError:
-                    break
-                del d[i]
-                removed += 1
+            i = -1
+            try:
+                while len(found) < count:
+                    i = d.index(value, i + 1)
+                    found.append(i)
+            except ValueError:
+                pass
+            found.reverse()
         else:
             count = -count
-            skip = 0  # offset from the tail where the next search starts
-            while removed < count:
-                try:
-                    skip += indexOf(islice(reversed(d), skip, None), value)
-                except ValueError:
-                    break
-                del d[len(d) - 1 - skip]
-                removed += 1
-        return removed
+            it = reversed(d)
+            pos = -1
+            try:
+                while len(found) < count:
+                    pos += indexOf(it, value) + 1
+                    found.append(n - 1 - pos)
+            except ValueError:
+                pass
+        if len(found) <= 8:
+            # few matches: delete in place, highest index first (each walks from the nearer end)
+            for i in found:
+                del d[i]
+        else:
+            # many: one C-speed pass copying the runs between matches
+            found.reverse()
+            src = iter(d)
+            out: deque[bytes] = deque()
+            prev = 0
+            for i in found:
+                out.extend(islice(src, i - prev))
+                next(src)
+                prev = i + 1
+            out.extend(src)
+            self._d = out
+        return len(found)

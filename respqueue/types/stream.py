@@ -23,9 +23,13 @@ Commands use only the methods below, never the attributes.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from itertools import islice
 from typing import Any
 
+from sortedcontainers import SortedDict
+
 MASK64 = (1 << 64) - 1
+INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
 MAX_ID = (1 << 128) - 1
 LP_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 
@@ -147,7 +151,7 @@ class Stream:
         self.last_id = 0
         self.max_deleted = 0
         self.entries_added = 0
-        self.groups: Any = None  # consumer groups, when a command module adds them
+        self.groups: dict[bytes, Group] | None = None  # consumer groups by name
 
     # ---- container contract --------------------------------------------
     def __len__(self) -> int:
@@ -169,7 +173,7 @@ class Stream:
         s.max_deleted = self.max_deleted
         s.entries_added = self.entries_added
         if self.groups is not None:
-            s.groups = self.groups.copy() if hasattr(self.groups, "copy") else self.groups
+            s.groups = {name: g.copy() for name, g in self.groups.items()}
         return s
 
     def encoding(self) -> bytes:
@@ -179,6 +183,9 @@ class Stream:
         total = 64 + 48 * len(self._nodes)
         for n in self._nodes:
             total += n.lp_bytes()
+        if self.groups:
+            for g in self.groups.values():
+                total += 128 + 64 * len(g.pel) + 96 * len(g.consumers)
         return total
 
     def __repr__(self) -> str:
@@ -377,6 +384,136 @@ class Stream:
     def set_last_id(self, id_: int) -> None:
         self.last_id = id_
 
+    # ---- consumer groups -------------------------------------------------------
+    def group(self, name: bytes) -> Group | None:
+        g = self.groups
+        return None if g is None else g.get(name)
+
+    def create_group(self, name: bytes, last_id: int, entries_read: int) -> Group | None:
+        """A new group, or None if one with that name exists."""
+        if self.groups is None:
+            self.groups = {}
+        if name in self.groups:
+            return None
+        g = self.groups[name] = Group(last_id, entries_read)
+        return g
+
+    def destroy_group(self, name: bytes) -> bool:
+        if self.groups is None or name not in self.groups:
+            return False
+        del self.groups[name]
+        return True
+
+    def sorted_groups(self) -> list[tuple[bytes, Group]]:
+        """Groups in name order (Redis keeps them in a radix tree)."""
+        return sorted(self.groups.items()) if self.groups else []
+
+    def num_groups(self) -> int:
+        return len(self.groups) if self.groups else 0
+
+    def range_has_tombstones(self, start: int, end: int = MAX_ID) -> bool:
+        """streamRangeHasTombstones: may an XDEL'd entry lie within [start, end]?"""
+        md = self.max_deleted
+        if not len(self) or md == 0:
+            return False
+        if self.first_id() > md:  # type: ignore[operator]
+            return False
+        return start <= md <= end
+
+    def estimate_distance(self, id_: int) -> int:
+        """streamEstimateDistanceFromFirstEverEntry; INVALID_ENTRIES_READ when unknown."""
+        added = self.entries_added
+        if not added:
+            return 0
+        n = len(self)
+        if not n and id_ <= self.last_id:
+            return added
+        if id_ == self.last_id:
+            return added
+        if id_ > self.last_id:
+            return INVALID_ENTRIES_READ
+        first = self.first_id()
+        first = 0 if first is None else first
+        md = self.max_deleted
+        if md == 0 or md < first:
+            if id_ < first:
+                return added - n
+            if id_ == first:
+                return added - n + 1
+        return INVALID_ENTRIES_READ
+
+    def lag(self, g: Group) -> int | None:
+        """The group's lag (entries not yet delivered), or None when it can't be known."""
+        if not self.entries_added:
+            return 0
+        if g.entries_read != INVALID_ENTRIES_READ and not self.range_has_tombstones(g.last_id):
+            return self.entries_added - g.entries_read
+        er = self.estimate_distance(g.last_id)
+        if er != INVALID_ENTRIES_READ:
+            return self.entries_added - er
+        return None
+
+    def read_group(
+        self, g: Group, consumer: Consumer, start: int, count: int, noack: bool, now: int
+    ) -> list[list[Any]]:
+        """Deliver entries from ``start`` on to ``consumer`` (XREADGROUP ``>``), updating the group and PELs."""
+        ids = self._ids
+        vals = self._vals
+        pel = g.pel
+        entries: list[list[Any]] = []
+        for i in range(bisect_left(ids, start, self._head), len(ids)):
+            fv = vals[i]
+            if fv is None:
+                continue
+            id_ = ids[i]
+            entries.append([b"%d-%d" % (id_ >> 64, id_ & MASK64), fv])
+            if id_ > g.last_id:
+                if g.entries_read != INVALID_ENTRIES_READ and not self.range_has_tombstones(id_):
+                    g.entries_read += 1
+                elif self.entries_added:
+                    g.entries_read = self.estimate_distance(id_)
+                g.last_id = id_
+            if not noack:
+                nack = pel.get(id_)
+                if nack is None:
+                    nack = pel[id_] = Nack(consumer, now, 1)
+                    consumer.pel[id_] = nack
+                else:
+                    old = nack.consumer
+                    if old is not None:
+                        old.pel.pop(id_, None)
+                    nack.consumer = consumer
+                    nack.delivery_time = now
+                    nack.delivery_count = 1
+                    consumer.pel[id_] = nack
+            if len(entries) == count:
+                break
+        return entries
+
+    def read_history(self, consumer: Consumer, start: int, count: int, now: int) -> list[list[Any]]:
+        """The consumer's pending entries from ``start`` on (XREADGROUP with an ID); deleted ones as [id, nil]."""
+        from ..resp import NULL_ARRAY
+
+        out: list[list[Any]] = []
+        it = consumer.pel.irange(minimum=start)
+        if count:
+            it = islice(it, count)
+        for id_ in list(it):
+            fv = self.get(id_)
+            if fv is None:
+                out.append([format_id(id_), NULL_ARRAY])
+            else:
+                nack = consumer.pel[id_]
+                nack.delivery_time = now
+                nack.delivery_count += 1
+                out.append([format_id(id_), fv])
+        return out
+
+    def entry(self, id_: int) -> list[Any] | None:
+        """Live entry ``id_`` as ``[id-bytes, [f, v, ...]]``, or None."""
+        fv = self.get(id_)
+        return None if fv is None else [format_id(id_), fv]
+
     # ---- internals -----------------------------------------------------------
     def _drop_head(self, k: int) -> None:
         """Remove the first ``k`` live entries (and the tombstones among them)."""
@@ -436,3 +573,99 @@ def _rax_count(keys: list[int], lo: int, hi: int, d: int) -> int:
         total += _rax_count(keys, i, j, d + 1)
         i = j
     return total
+
+
+class Nack:
+    """A pending (delivered, not acknowledged) entry of a group."""
+
+    __slots__ = ("consumer", "delivery_time", "delivery_count")
+
+    def __init__(self, consumer: Consumer | None, delivery_time: int, delivery_count: int) -> None:
+        self.consumer = consumer
+        self.delivery_time = delivery_time
+        self.delivery_count = delivery_count
+
+
+class Consumer:
+    """A consumer of a group, with its own pending entries."""
+
+    __slots__ = ("name", "seen_time", "pel")
+
+    def __init__(self, name: bytes, seen_time: int) -> None:
+        self.name = name
+        self.seen_time = seen_time
+        self.pel: SortedDict = SortedDict()  # id -> Nack (shared with the group's PEL)
+
+
+class Group:
+    """A consumer group: last delivered ID, read counter, PEL and consumers."""
+
+    __slots__ = ("last_id", "entries_read", "pel", "consumers")
+
+    def __init__(self, last_id: int, entries_read: int) -> None:
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel: SortedDict = SortedDict()  # id -> Nack
+        self.consumers: dict[bytes, Consumer] = {}
+
+    def consumer(self, name: bytes, now: int | None = None) -> Consumer | None:
+        """Look a consumer up; ``now`` refreshes its seen-time."""
+        c = self.consumers.get(name)
+        if c is not None and now is not None:
+            c.seen_time = now
+        return c
+
+    def create_consumer(self, name: bytes, now: int) -> Consumer | None:
+        """A new consumer, or None if it exists."""
+        if name in self.consumers:
+            return None
+        c = self.consumers[name] = Consumer(name, now)
+        return c
+
+    def get_or_create_consumer(self, name: bytes, now: int) -> Consumer:
+        c = self.consumers.get(name)
+        if c is None:
+            c = self.consumers[name] = Consumer(name, now)
+        else:
+            c.seen_time = now
+        return c
+
+    def delete_consumer(self, c: Consumer) -> int:
+        """Remove a consumer and its pending entries; returns how many were pending."""
+        n = len(c.pel)
+        for id_ in c.pel:
+            self.pel.pop(id_, None)
+        del self.consumers[c.name]
+        return n
+
+    def sorted_consumers(self) -> list[Consumer]:
+        return [self.consumers[k] for k in sorted(self.consumers)]
+
+    def ack(self, id_: int) -> bool:
+        nack = self.pel.pop(id_, None)
+        if nack is None:
+            return False
+        if nack.consumer is not None:
+            nack.consumer.pel.pop(id_, None)
+        return True
+
+    def assign(self, id_: int, nack: Nack, consumer: Consumer) -> None:
+        """Move pending entry ``id_`` to ``consumer``."""
+        old = nack.consumer
+        if old is not consumer:
+            if old is not None:
+                old.pel.pop(id_, None)
+            consumer.pel[id_] = nack
+            nack.consumer = consumer
+
+    def copy(self) -> Group:
+        g = Group(self.last_id, self.entries_read)
+        for name, c in self.consumers.items():
+            g.consumers[name] = Consumer(name, c.seen_time)
+        for id_, n in self.pel.items():
+            owner = g.consumers.get(n.consumer.name) if n.consumer is not None else None
+            nn = Nack(owner, n.delivery_time, n.delivery_count)
+            g.pel[id_] = nn
+            if owner is not None:
+                owner.pel[id_] = nn
+        return g

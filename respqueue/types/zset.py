@@ -12,12 +12,13 @@ ascending (score, member) order, ``hi`` exclusive.
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
 from sortedcontainers import SortedList
+
+from ..resp import format_double
 
 LISTPACK_ENTRIES = 128  # zset-max-listpack-entries
 LISTPACK_VALUE = 64  # zset-max-listpack-value
@@ -48,6 +49,14 @@ class _Top:
     def __hash__(self) -> int:
         return 0
 
+    def scan_score(self, score: float) -> bytes:
+        """A score as ZSCAN shows it: listpacks hold integral scores as integers."""
+        if not self._skiplist and score == score and -4611686018427387903.0 <= score <= 4611686018427387903.0:
+            i = int(score)
+            if i == score:
+                return b"%d" % i
+        return format_double(score)
+
     def __repr__(self) -> str:
         return "TOP"
 
@@ -62,6 +71,14 @@ class LexBound:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def scan_score(self, score: float) -> bytes:
+        """A score as ZSCAN shows it: listpacks hold integral scores as integers."""
+        if not self._skiplist and score == score and -4611686018427387903.0 <= score <= 4611686018427387903.0:
+            i = int(score)
+            if i == score:
+                return b"%d" % i
+        return format_double(score)
 
     def __repr__(self) -> str:
         return self.name
@@ -116,9 +133,13 @@ class ZSet:
     def from_sorted(cls, entries: list[Entry]) -> ZSet:
         """A fresh zset from ``(score, member)`` pairs in order, members unique."""
         z = cls()
+        big = len(entries) > LISTPACK_ENTRIES or any(len(m) > LISTPACK_VALUE for _, m in entries)
+        if not big:
+            # a listpack stores integral scores as integers: -0.0 comes back as 0.0
+            entries = [(0.0, m) if s == 0.0 else (s, m) for s, m in entries]
         z._sl = SortedList(entries)
         z._scores = {m: s for s, m in entries}
-        z._skiplist = len(entries) > LISTPACK_ENTRIES or any(len(m) > LISTPACK_VALUE for _, m in entries)
+        z._skiplist = big
         return z
 
     # ---- container contract ------------------------------------------
@@ -160,12 +181,17 @@ class ZSet:
         scores = self._scores
         old = scores.get(member)
         if old is None:
+            if not self._skiplist:
+                if len(scores) >= LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE:
+                    self._skiplist = True
+                elif score == 0.0:
+                    score = 0.0  # listpacks store -0.0 as the integer 0
             scores[member] = score
             self._sl.add((score, member))
-            if not self._skiplist and (len(scores) > LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
-                self._skiplist = True
             return None
         if old != score:
+            if score == 0.0 and not self._skiplist:
+                score = 0.0
             sl = self._sl
             sl.remove((old, member))
             sl.add((score, member))
@@ -324,8 +350,13 @@ class ZSet:
         idx = sorted(random.sample(range(len(sl)), count))
         return [sl[i] for i in idx]
 
+    def scan_score(self, score: float) -> bytes:
+        """A score as ZSCAN shows it: listpacks hold integral scores as integers."""
+        if not self._skiplist and score == score and -4611686018427387903.0 <= score <= 4611686018427387903.0:
+            i = int(score)
+            if i == score:
+                return b"%d" % i
+        return format_double(score)
+
     def __repr__(self) -> str:
         return f"ZSet({list(islice(self._sl, 10))!r}{'...' if len(self._sl) > 10 else ''})"
-
-    def __sizeof__(self) -> int:
-        return sys.getsizeof(self._scores) + self.memory_usage()
