@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import logging
+from time import perf_counter_ns as _now_ns
 from typing import Any
 
 from .commands.registry import COMMANDS as _COMMANDS
@@ -87,6 +88,7 @@ def process(client: Any, argv: list[bytes]) -> Any:
             return RedisError("ERR Command not allowed inside a transaction")
         client.multi.append((cmd, argv))
         return QUEUED
+    t0 = _now_ns()
     try:
         r = cmd.proc(client, argv)  # type: ignore[misc]
     except RedisError as e:
@@ -97,7 +99,14 @@ def process(client: Any, argv: list[bytes]) -> Any:
         log.exception("internal error running %s", cmd.fullname)
         cmd.failed_calls += 1
         r = RedisError(f"ERR internal error while running '{cmd.fullname}'")
+    us = (_now_ns() - t0) // 1000
     cmd.calls += 1
+    cmd.usec += us
+    server = client.server
+    if us >= server.config.slowlog_log_slower_than >= 0 and type(r) is not Block:
+        from .commands.server import slowlog_record
+
+        slowlog_record(server, client, argv, us, cmd)
     return r
 
 
