@@ -92,6 +92,9 @@ def _conn_fd(conn: Any) -> int:
 def poll_clients(s: Any) -> None:
     """Answer whatever the other clients sent since the script became slow."""
     server = s.server
+    # keys the script made ready are served after the script, not in the middle
+    saved_ready = server.ready_keys
+    server.ready_keys = {}
     try:
         _accept_new(s)
         fds: dict[int, Any] = {}
@@ -119,6 +122,10 @@ def poll_clients(s: Any) -> None:
             conn.data_received(data)
     except Exception:
         log.exception("error while serving clients during a busy script")
+    finally:
+        extra = server.ready_keys
+        server.ready_keys = saved_ready
+        saved_ready.update(extra)
     stop = getattr(server, "_stop", None)
     if stop is not None and stop.done():
         s.kill_requested = True  # SHUTDOWN NOSAVE: stop the script, even if it wrote

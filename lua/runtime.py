@@ -20,6 +20,7 @@ from typing import Any
 from respqueue import keyspace
 from respqueue.client import Client
 from respqueue.commands.registry import Command
+from respqueue.commands.util import parse_int
 from respqueue.dispatch import Block, call, resolve
 from respqueue.errors import NOSCRIPT
 from respqueue.resp import NO_REPLY, RedisError
@@ -43,6 +44,10 @@ ERR_NOSCRIPT_CMD = b"ERR This Redis command is not allowed from script"
 ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
 
 SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
+
+
+def _deny_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
+    raise AttributeError("attempt to index a function value")
 
 
 def _load_engine() -> Any:
@@ -88,7 +93,11 @@ class Scripting:
         mod = _load_engine()
         self.engine = mod
         kwargs: dict[str, Any] = dict(
-            encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
+            encoding=None,
+            unpack_returned_tuples=True,
+            register_eval=False,
+            register_builtins=False,
+            attribute_filter=_deny_attributes,  # scripts must not reach Python objects' attributes
         )
         if ENGINE != "luajit21":
             kwargs["max_memory"] = MAX_MEMORY
@@ -190,8 +199,6 @@ class Scripting:
 
     # ---- EVAL -----------------------------------------------------------
     def eval(self, c: Any, argv: list[bytes], by_sha: bool, ro: bool) -> Any:
-        from respqueue.commands.util import parse_int
-
         if by_sha and len(argv[1]) != 40:
             raise NOSCRIPT
         numkeys = parse_int(argv[2])
@@ -208,8 +215,8 @@ class Scripting:
         return self.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro or script.no_writes)
 
     def run(self, c: Any, script: Script, keys: list[bytes], args: list[bytes], readonly: bool) -> Any:
-        if self.running:
-            raise RedisError(ERR_NOSCRIPT_CMD)
+        if self.running:  # e.g. an EXEC let through while a script is busy
+            raise self.server.busy_error()
         sc = self.client
         sc.db = c.db
         sc.resp = 2
@@ -321,6 +328,8 @@ class Scripting:
     def _unwrap(e: Any) -> Any:
         if isinstance(e, LuaRaise):
             return e.value, e.positioned
+        if isinstance(e, AttributeError):
+            return str(e).encode(), True
         if isinstance(e, BaseException):
             log.error("Python error inside a script: %r", e)
             return b"internal error: " + str(e).encode("utf-8", "replace"), False

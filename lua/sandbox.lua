@@ -13,7 +13,7 @@ local orig_loadstring, orig_load, orig_setfenv = loadstring, load, setfenv
 local orig_rawset, orig_rawget, orig_next = rawset, rawget, next
 local orig_setmetatable, orig_getmetatable = setmetatable, getmetatable
 local orig_type, orig_tostring, orig_select = type, tostring, select
-local co_create, co_wrap = coroutine.create, coroutine.wrap
+local co_create = coroutine.create
 
 -- ---------------------------------------------------------------- readonly
 local backing = orig_setmetatable({}, { __mode = "k" }) -- proxy -> real table
@@ -23,19 +23,14 @@ local function ro_newindex()
   orig_error(RO, 2)
 end
 
-local function protect(t, mt_extra)
-  local mt = { __index = t, __newindex = ro_newindex }
-  local proxy = orig_setmetatable({}, mt)
+-- what getmetatable() shows for protected tables: an empty readonly table
+local EMPTY_VIEW = {}
+orig_setmetatable(EMPTY_VIEW, { __newindex = ro_newindex, __metatable = EMPTY_VIEW })
+backing[EMPTY_VIEW] = {}
+
+local function protect(t)
+  local proxy = orig_setmetatable({}, { __index = t, __newindex = ro_newindex, __metatable = EMPTY_VIEW })
   backing[proxy] = t
-  -- what getmetatable() shows: a readonly view of the metatable
-  local shown = orig_setmetatable({}, { __index = mt, __newindex = ro_newindex })
-  backing[shown] = mt
-  mt.__metatable = shown
-  if mt_extra then
-    for k, v in orig_next, mt_extra do
-      mt[k] = v
-    end
-  end
   return proxy
 end
 
@@ -65,7 +60,7 @@ local function safe_loadstring(s, name)
 end
 
 local function safe_load(fn, name)
-  local parts, first = {}, true
+  local first = true
   local f, e = orig_load(function()
     local piece = fn()
     if first and orig_type(piece) == "string" and piece:byte(1) == 27 then
@@ -95,28 +90,6 @@ local function safe_rawget(t, k)
   return orig_rawget(t, k)
 end
 
-local function safe_next(t, k)
-  local b = backing[t]
-  return orig_next(b or t, k)
-end
-
-local function safe_pairs(t)
-  local mt = orig_getmetatable(t)
-  local b = backing[t]
-  if b then
-    return orig_next, b, nil
-  end
-  if mt and orig_type(mt) == "table" and orig_rawget(mt, "__pairs") then
-    return mt.__pairs(t)
-  end
-  return orig_next, t, nil
-end
-
-local function safe_ipairs(t)
-  local b = backing[t]
-  return ipairs(b or t)
-end
-
 local function safe_setmetatable(t, mt)
   if backing[t] or backing[mt] then
     orig_error(RO, 0)
@@ -124,13 +97,36 @@ local function safe_setmetatable(t, mt)
   return orig_setmetatable(t, mt)
 end
 
-local string_mt_view = orig_getmetatable("")
-string_mt_view = string_mt_view and protect(string_mt_view)
+local string_mt_view -- set once the protected string library exists
 local function safe_getmetatable(v)
-  if orig_type(v) == "string" then
+  local t = orig_type(v)
+  if t == "string" then
     return string_mt_view
   end
+  if t == "userdata" then
+    return nil -- Python callables (C functions in Redis) and cjson.null
+  end
   return orig_getmetatable(v)
+end
+
+local NULL -- cjson.null, set below
+local function safe_type(v)
+  local t = orig_type(v)
+  if t == "userdata" and v ~= NULL then
+    return "function" -- library functions implemented in Python
+  end
+  return t
+end
+
+local function safe_tostring(v)
+  if orig_type(v) == "userdata" then
+    if v == NULL then
+      return "userdata: (nil)"
+    end
+    local addr = orig_tostring(v):match("0x%x+")
+    return "function: " .. (addr or "0x0")
+  end
+  return orig_tostring(v)
 end
 
 -- Errors raised by Python functions arrive as userdata wrapping the Python
@@ -212,7 +208,7 @@ coroutine_lib.wrap = function(f)
   return function(...)
     local res = { coroutine.resume(co, ...) }
     if not res[1] then
-      orig_error(res[2], 0)
+      orig_error(res[2], 2)
     end
     return unpack(res, 2, table.maxn(res))
   end
@@ -227,7 +223,7 @@ local function wrap_lib(src)
   return out
 end
 
-local NULL = newproxy(false)
+NULL = newproxy(false)
 
 local redis = wrap_lib(py_lib.redis)
 redis.call = py_call
@@ -304,9 +300,9 @@ end
 
 G.assert = assert
 G.error = orig_error
-G.ipairs = safe_ipairs
-G.next = safe_next
-G.pairs = safe_pairs
+G.ipairs = ipairs
+G.next = orig_next
+G.pairs = pairs
 G.pcall = redis_pcall_lua
 G.xpcall = orig_xpcall
 G.rawequal = rawequal
@@ -316,8 +312,8 @@ G.select = orig_select
 G.setmetatable = safe_setmetatable
 G.getmetatable = safe_getmetatable
 G.tonumber = tonumber
-G.tostring = orig_tostring
-G.type = orig_type
+G.tostring = safe_tostring
+G.type = safe_type
 G.unpack = unpack
 G.loadstring = safe_loadstring
 G.load = safe_load
@@ -326,6 +322,7 @@ G.gcinfo = gcinfo
 G._VERSION = _VERSION
 G.coroutine = lib(coroutine_lib)
 G.string = lib(string_lib)
+string_mt_view = protect({ __index = G.string })
 G.math = lib(copy(math))
 G.table = lib(copy(table))
 G.bit = lib(wrap_lib(py_lib.bit))
@@ -373,8 +370,8 @@ local function run(f, keys, argv)
   orig_rawset(G, "ARGV", argv)
   if killed then
     killed = false
+    install_hook()
   end
-  install_hook()
   return orig_xpcall(f, err_handler)
 end
 
@@ -382,6 +379,7 @@ local function reset_hook()
   killed = false
   install_hook()
 end
+install_hook()
 
 -- Classify a script's return value for the Python side in one crossing.
 -- kinds: 0 array (elements follow, cut at the first nil), 1 err, 2 ok,

@@ -95,10 +95,12 @@ def process(client: Any, argv: list[bytes]) -> Any:
         e.__traceback__ = None
         cmd.failed_calls += 1
         r = e
+        count_error(client.server, e)
     except Exception:
         log.exception("internal error running %s", cmd.fullname)
         cmd.failed_calls += 1
         r = RedisError(f"ERR internal error while running '{cmd.fullname}'")
+        count_error(client.server, r)
     us = (_now_ns() - t0) // 1000
     cmd.calls += 1
     cmd.usec += us
@@ -110,8 +112,15 @@ def process(client: Any, argv: list[bytes]) -> Any:
     return r
 
 
+def count_error(server: Any, err: RedisError) -> None:
+    """INFO errorstats: count error replies by their first word (ERR, WRONGTYPE...)."""
+    code = err.msg.split(b" ", 1)[0]
+    server.errorstats[code] = server.errorstats.get(code, 0) + 1
+
+
 def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> RedisError:
     client.server.stats_rejected_calls += 1
+    count_error(client.server, err)
     if client.multi is not None:
         client.multi_error = True
         if argv is not None and argv[0].lower() == b"exec":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,10 @@ log = logging.getLogger("respqueue")
 _RAW_CAP = 256 * 1024
 # A partial request is vetted by the exact parser after reads this small.
 _SMALL_READ = 16 * 1024
+# An aggregate header of 7+ digits: hiredis-py would preallocate that many slots
+# (and free them one by one), so such input goes to the exact parser instead.
+_BIG_AGGREGATE = re.compile(rb"[*%~>|]-?[0-9]{7}").search
+_AGGREGATE_TAIL = re.compile(rb"[*%~>|]-?[0-9]*\Z").search
 
 
 class BlockState:
@@ -59,6 +64,7 @@ class ClientConnection(asyncio.Protocol, Client):
         self.raw_k = 0
         # Set while the exact (slow) parser owns the input.
         self.slow: RequestParser | None = None
+        self.agg_tail = False  # the last read ended inside an aggregate header
         self.addr = b"?:0"
         self.laddr = b"?:0"
         self.fd = -1
@@ -145,10 +151,15 @@ class ClientConnection(asyncio.Protocol, Client):
             elif self.slow.pending() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
             return
-        self.reader.feed(data)
         if self.raw_len < _RAW_CAP:
             self.raw.append(data)
         self.raw_len += len(data)
+        if _BIG_AGGREGATE(data) is not None or (self.agg_tail and data[:1].isdigit()):
+            # hiredis would preallocate an array this long: let the exact parser look
+            self._switch_to_slow()
+            return
+        self.agg_tail = _AGGREGATE_TAIL(data, len(data) - 12) is not None
+        self.reader.feed(data)
         if self.blocked is not None or self.processing:
             if self.reader.len() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
@@ -221,10 +232,12 @@ class ClientConnection(asyncio.Protocol, Client):
                 ok = False
         if not ok:
             # too much input to re-read exactly: report what is most likely wrong
+            log.warning("client id=%d: cannot re-read %d bytes of odd input exactly", self.id, self.raw_len)
             self._protocol_error([], "invalid multibulk length")
             return
         self.slow = RequestParser(rest)
-        self._process_slow()
+        if self.blocked is None and not self.processing:
+            self._process_slow()
 
     def _process_slow(self) -> None:
         """Run the requests of the exact parser; back to hiredis once it is idle."""

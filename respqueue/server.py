@@ -51,6 +51,8 @@ class Server:
         self._stop: asyncio.Future[None] | None = None
         self._cron_task: asyncio.Task[None] | None = None
         self.shutdown_nosave = False
+        self.active_expire_enabled = True
+        self.errorstats: dict[bytes, int] = {}
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -243,9 +245,10 @@ class Server:
             tick += 1
             try:
                 now = mstime()
-                for db in self.dbs:
-                    if db.expire_heap:
-                        db.active_expire(now)
+                if self.active_expire_enabled:
+                    for db in self.dbs:
+                        if db.expire_heap:
+                            db.active_expire(now)
                 if self.ready_keys:
                     self.handle_ready_keys()
                 if tick % max(1, self.config.hz) == 0 and self.config.timeout:

@@ -21,6 +21,7 @@ HERE = os.path.join(ROOT, "interop", "bullmq_py")
 
 BULLMQ_SCENARIOS = [
     "add_process", "retries_backoff", "delayed", "priority", "events", "flows", "pause_resume", "getters", "job_ops",
+    "schedulers_dedup",
 ]
 REDISPY_SCENARIOS = ["lock", "transaction", "pubsub", "streams", "scripts"]
 

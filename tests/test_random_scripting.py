@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-KEYS = ["'k1'", "'k2'", "'l1'", "'h1'", "'s1'"]
+KEYS = ["'k1'", "'k2'", "'l1'", "'h1'", "'s1'", "'z1'"]
 VALUES = ["'a'", "'b'", "'10'", "'-3'", "'x y'", "'\\200\\255'", "''"]
 NUMBERS = ["1", "0", "-2", "2.5", "0.1", "1e15", "7353298492104700", "1700000000000 / 4096", "2^53", "-0.75"]
 
@@ -49,6 +49,20 @@ def _stmt() -> st.SearchStrategy[str]:
         st.builds(lambda k: f"redis.pcall('scard', {k})", k),
         st.builds(lambda k: f"#redis.pcall('smembers', {k})", k),
         st.builds(lambda k: f"redis.pcall('pttl', {k})", k),
+        st.builds(lambda k, n, m: f"redis.pcall('zadd', {k}, {n}, {m})", k, st.sampled_from(NUMBERS), a),
+        st.builds(lambda k, m: f"redis.pcall('zscore', {k}, {m})", k, a),
+        st.builds(lambda k, n, m: f"redis.pcall('zincrby', {k}, {n}, {m})", k, st.sampled_from(NUMBERS), a),
+        st.builds(lambda k: f"redis.pcall('zrange', {k}, 0, -1, 'withscores')", k),
+        st.builds(lambda k: f"redis.pcall('zrangebyscore', {k}, '-inf', '+inf', 'withscores', 'limit', 0, 2)", k),
+        st.builds(lambda k: f"redis.pcall('zrevrange', {k}, 0, 1)", k),
+        st.builds(lambda k: f"redis.pcall('zpopmin', {k})", k),
+        st.builds(lambda k: f"redis.pcall('zcard', {k})", k),
+        st.builds(lambda k: f"redis.pcall('hgetall', {k})", k),
+        st.builds(lambda k, v: f"redis.pcall('xadd', {k}, 'MAXLEN', '~', 10, '*', 'f', {v}) and 1", k, a),
+        st.builds(lambda k: f"redis.pcall('xlen', {k})", k),
+        st.builds(lambda k: f"(tonumber(redis.pcall('get', {k})) or 0) * 1.5", k),
+        st.builds(lambda k: f"redis.pcall('get', {k}) or 'missing'", k),
+        st.builds(lambda k: f"redis.pcall('type', {k}).ok", k),
         st.just("redis.pcall('nosuchcommand')"),
         st.just("redis.pcall('get')"),
         st.just("redis.pcall('ping')"),

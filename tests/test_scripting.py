@@ -254,6 +254,26 @@ ERRORS = [
     ("return select('#', unpack({}, 1, 100000))", "0"),
     ("return type(KEYS)", "0"),
     ("return '\\x41'", "0"),
+    ("for k in pairs(nil) do end", "0"),
+    ("for k in ipairs(5) do end", "0"),
+    ("return tonumber()", "0"),
+    ("return string.sub()", "0"),
+    ("return ('x'):nosuch()", "0"),
+    ("return #nil", "0"),
+    ("return nil .. 'x'", "0"),
+    ("return {} < {}", "0"),
+    ("local t = setmetatable({}, {__index = function(t, k) return k .. '!' end}) return t.abc", "0"),
+    ("return select(-1, 'a', 'b')", "0"),
+    ("return assert(false, 'assertion text')", "0"),
+    ("return assert(nil)", "0"),
+    ("return tostring(nil) .. tostring(true) .. tostring(12.5)", "0"),
+    ("local co = coroutine.wrap(function() error('in coroutine') end) co()", "0"),
+    ("return string.format('%d', 'x')", "0"),
+    ("return math.floor('a')", "0"),
+    ("return table.concat({1, {}, 3})", "0"),
+    ("return unpack({1, 2, 3})", "0"),
+    ("return xpcall(function() error('e') end, function(m) return 'handled: ' .. m end)", "0"),
+    ("return {xpcall(function() error('e') end, function(m) return 'handled: ' .. m end)}", "0"),
 ]
 
 
@@ -661,5 +681,74 @@ def test_unkillable_after_write(r, rq_server):
         assert other.get("w") == b"1"
         slow.close()
         other.close()
+    finally:
+        r.config_set("lua-time-limit", 5000)
+
+
+# ---- sandbox escapes ----------------------------------------------------------------------
+ESCAPES = [
+    "return tostring(redis.call.__self__)",
+    "return redis.call.__globals__",
+    "return cjson.encode.__class__",
+    "redis.call.x = 1",
+    "getmetatable(_G).__index.x = 1",
+    "rawset(getmetatable(_G), 'a', 1)",
+    "setmetatable(getmetatable(_G), {})",
+    "getmetatable('').__index.rep = nil",
+    "rawset(string, 'rep', nil)",
+    "rawset(redis, 'call', nil)",
+    "setmetatable(redis, nil)",
+    "getmetatable(redis).__index = nil",
+    "return loadstring('return string')().x",
+    "loadstring('y = 1')()",
+    "return load(function() return nil end) and 1",
+    "return getmetatable(redis.call)",
+]
+
+
+@pytest.mark.parametrize("body", ESCAPES)
+def test_sandbox_escapes_fail(r, body):
+    try:
+        r.eval(body, 0)
+    except redis.ResponseError:
+        pass
+    # whatever happened, the next script sees a pristine environment
+    assert r.eval("return {type(redis.call), type(string.rep), tostring(rawget(_G, 'x')), tostring(rawget(_G, 'y'))}", 0) == [
+        b"function",
+        b"function",
+        b"nil",
+        b"nil",
+    ]
+    assert r.eval("return redis.call('ping')", 0) == b"PONG"
+    assert r.eval("return ('ab'):rep(2)", 0) == b"abab"
+    with pytest.raises(redis.ResponseError, match="nonexistent global variable 'x'"):
+        r.eval("return x", 0)
+
+
+def test_blocked_clients_wait_for_the_busy_script(r, rq_server):
+    r.config_set("lua-time-limit", 100)
+    try:
+        r.delete("bl")
+        blocker = redis.Redis(port=rq_server.port, socket_timeout=20)
+        slow = redis.Redis(port=rq_server.port, socket_timeout=20)
+        other = redis.Redis(port=rq_server.port, socket_timeout=5)
+        tb, got = _run_in_thread(lambda: blocker.blpop(["bl"], timeout=15))
+        time.sleep(0.2)
+        ts, out = _run_in_thread(
+            lambda: slow.eval(
+                "redis.call('rpush', 'bl', 'x') local t = 0 for i = 1, 200000000 do t = t + 1 end "
+                "return redis.call('llen', 'bl')",
+                0,
+            )
+        )
+        time.sleep(0.4)
+        with pytest.raises(redis.ResponseError, match="^BUSY"):
+            other.ping()
+        ts.join(30)
+        tb.join(10)
+        assert out == [1]  # the blocked client was not served in the middle of the script
+        assert got == [(b"bl", b"x")]
+        for c in (blocker, slow, other):
+            c.close()
     finally:
         r.config_set("lua-time-limit", 5000)

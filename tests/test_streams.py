@@ -144,6 +144,19 @@ def anyr(request: Any) -> redis.Redis:
     return request.getfixturevalue("r" if request.param == "respqueue" else "ref")
 
 
+def _wait_blocked(r: redis.Redis, n: int) -> None:
+    """Wait until at least ``n`` clients are blocked on the server (at most 5 s); ``n`` 0 just pauses."""
+    if n == 0:
+        time.sleep(0.1)
+        return
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        if r.info("clients")["blocked_clients"] >= n:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"expected {n} blocked clients")
+
+
 def _port(r: redis.Redis) -> int:
     return r.connection_pool.connection_kwargs["port"]
 
@@ -159,7 +172,7 @@ def test_xread_block_woken_by_xadd(anyr):
 
     t = threading.Thread(target=reader)
     t.start()
-    time.sleep(0.3)
+    _wait_blocked(anyr, 1)
     anyr.xadd("s", {"new": 1}, id="2-0")
     t.join(10)
     assert result == [[[b"s", [(b"2-0", {b"new": b"1"})]]]]
@@ -168,7 +181,7 @@ def test_xread_block_woken_by_xadd(anyr):
 def test_xread_block_dollar_on_missing_key(anyr):
     conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "0", "STREAMS", "nokey", "$")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     anyr.xadd("nokey", {"a": 1}, id="3-3")
     assert conn.read_raw() == b"*1\r\n*2\r\n$5\r\nnokey\r\n*1\r\n*2\r\n$3\r\n3-3\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n"
     conn.close()
@@ -189,7 +202,7 @@ def test_xread_block_resolves_dollar_at_block_time(anyr):
     anyr.xadd("s", {"a": 1}, id="1-0")
     conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     pipe = anyr.pipeline(transaction=True)
     pipe.xadd("s", {"b": 1}, id="2-0")
     pipe.xadd("s", {"c": 1}, id="3-0")
@@ -202,7 +215,7 @@ def test_xread_block_resolves_dollar_at_block_time(anyr):
 def test_xread_block_ignores_unrelated_writes(anyr):
     conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "400", "STREAMS", "s", "$")
-    time.sleep(0.1)
+    _wait_blocked(anyr, 1)
     anyr.xadd("other", {"a": 1})
     assert conn.read_raw() == b"*-1\r\n"
     conn.close()
@@ -211,16 +224,16 @@ def test_xread_block_ignores_unrelated_writes(anyr):
 def test_xread_block_disconnect_while_blocked(anyr):
     conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
-    time.sleep(0.1)
+    _wait_blocked(anyr, 1)
     conn.close()
-    time.sleep(0.1)
+    _wait_blocked(anyr, 0)
     anyr.xadd("s", {"a": 1}, id="1-0")
     assert anyr.xlen("s") == 1
     assert anyr.ping() is True
     # a second blocked client is still served after the first one vanished
     conn2 = RawConn(_port(anyr))
     conn2.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
-    time.sleep(0.1)
+    _wait_blocked(anyr, 1)
     anyr.xadd("s", {"b": 1}, id="2-0")
     assert b"2-0" in conn2.read_raw()
     conn2.close()
@@ -239,7 +252,7 @@ def test_xread_block_count_and_order(anyr):
     c1, c2 = RawConn(_port(anyr)), RawConn(_port(anyr))
     c1.send("XREAD", "COUNT", "1", "BLOCK", "5000", "STREAMS", "s", "0-0")
     c2.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "0-0")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 2)
     pipe = anyr.pipeline(transaction=True)
     pipe.xadd("s", {"a": 1}, id="1-0")
     pipe.xadd("s", {"a": 2}, id="2-0")
@@ -254,7 +267,7 @@ def test_xread_block_count_and_order(anyr):
 def test_xread_block_many_keys(anyr):
     conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "5000", "STREAMS", "k1", "k2", "k3", "$", "$", "$")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     anyr.xadd("k2", {"z": 9}, id="4-4")
     assert conn.read_raw() == b"*1\r\n*2\r\n$2\r\nk2\r\n*1\r\n*2\r\n$3\r\n4-4\r\n*2\r\n$1\r\nz\r\n$1\r\n9\r\n"
     conn.close()
@@ -946,7 +959,7 @@ def test_xreadgroup_block_woken_by_xadd(anyr):
     anyr.xgroup_create("s", "g", id="$", mkstream=True)
     conn = RawConn(_port(anyr))
     conn.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     anyr.xadd("s", {"a": 1}, id="1-1")
     assert conn.read_raw() == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n"
     assert anyr.xpending("s", "g")["pending"] == 1
@@ -958,7 +971,7 @@ def test_xreadgroup_block_two_consumers_share_work(anyr):
     c1, c2 = RawConn(_port(anyr)), RawConn(_port(anyr))
     c1.send("XREADGROUP", "GROUP", "g", "a", "BLOCK", "5000", "STREAMS", "s", ">")
     c2.send("XREADGROUP", "GROUP", "g", "b", "BLOCK", "5000", "STREAMS", "s", ">")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 2)
     anyr.xadd("s", {"n": 1}, id="1-1")
     assert b"1-1" in c1.read_raw()
     anyr.xadd("s", {"n": 2}, id="2-1")
@@ -971,12 +984,12 @@ def test_xreadgroup_block_group_destroyed_or_key_deleted(anyr):
     anyr.xgroup_create("s", "g", id="$", mkstream=True)
     conn = RawConn(_port(anyr))
     conn.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     anyr.xgroup_destroy("s", "g")
     assert conn.read_raw() == b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"
     anyr.xgroup_create("s", "g", id="$")
     conn.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "s", ">")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     anyr.delete("s")
     assert conn.read_raw() == b"-UNBLOCKED the stream key no longer exists\r\n"
     conn.close()
@@ -986,7 +999,7 @@ def test_xread_block_key_deleted_keeps_waiting(anyr):
     anyr.xadd("s", {"a": 1}, id="1-1")
     conn = RawConn(_port(anyr))
     conn.send("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")
-    time.sleep(0.2)
+    _wait_blocked(anyr, 1)
     anyr.delete("s")
     anyr.set("s", "now a string")
     anyr.delete("s")

@@ -818,3 +818,43 @@ def test_blocking_resp3_reply(rq_server):
     finally:
         conn.close()
         other.close()
+
+
+def test_zscan_skiplist_delete_while_scanning(r):
+    r.zadd("big", {f"m{i:04d}": i // 3 for i in range(1000)})  # runs of 3 equal scores
+    r.zadd("big", {"n0": -0.0, "n1": float("-inf"), "n2": float("inf")})
+    assert r.object("encoding", "big") == b"skiplist"
+    want = set(r.zrange("big", 0, -1))
+    seen: list[bytes] = []
+    cursor = 0
+    calls = 0
+    while True:
+        cursor, items = r.zscan("big", cursor, count=7)
+        calls += 1
+        assert len(items) <= 9
+        page = [m for m, _ in items]
+        seen.extend(page)
+        if page:
+            r.zrem("big", *page)  # delete what was seen: nothing unseen may be skipped
+        if cursor == 0:
+            break
+    assert calls > 100
+    assert len(seen) == len(set(seen)) == len(want)
+    assert set(seen) == want
+    assert r.exists("big") == 0
+
+
+def test_zscan_skiplist_match_and_ties(r):
+    r.zadd("big", {f"k{i:03d}": 0 for i in range(300)})
+    cursor, items = r.zscan("big", 0, count=10)
+    assert cursor == 0 and len(items) == 300  # one run of equal scores is never split
+    r.zadd("big", {f"j{i:03d}": i + 1 for i in range(300)})
+    got = set()
+    cursor = 0
+    while True:
+        cursor, items = r.zscan("big", cursor, match="j1*", count=50)
+        got.update(m for m, _ in items)
+        if cursor == 0:
+            break
+    assert got == {f"j{i:03d}".encode() for i in range(300) if f"{i:03d}".startswith("1")}
+    assert r.zscan("big", 2**64 - 1) == (0, [])

@@ -5,7 +5,7 @@
 const path = require('path');
 const { spawn } = require('child_process');
 const {
-  Queue, Worker, QueueEvents, FlowProducer, DelayedError, MetricsTime,
+  Queue, Worker, QueueEvents, FlowProducer, DelayedError, MetricsTime, WaitingChildrenError,
 } = require('bullmq');
 const IORedis = require('ioredis');
 
@@ -25,6 +25,20 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
     const w = await track(new Worker(name, fn, { connection: await connection(), ...opts }));
     w.on('error', () => {});
     return w;
+  }
+  // The queue's Redis keys (suffix after bull:<queue>:) with their types, minus the ones whose
+  // presence depends on timing (marker, limiter, stalled bookkeeping, lock keys).
+  const VOLATILE = /^(marker|limiter|stalled|stalled-check|events|.*:lock)$/;
+  async function layout(queueName) {
+    const r = await raw();
+    const keys = await r.keys(`bull:${queueName}:*`);
+    const out = [];
+    for (const k of keys) {
+      const suffix = scrub(k.slice(`bull:${queueName}:`.length)).replace(/^repeat:every-1:\d+$/, 'repeat:every-1:<ms>');
+      if (VOLATILE.test(suffix)) continue;
+      out.push(`${suffix}=${await r.type(k)}`);
+    }
+    return out.sort();
   }
   // Split sorted timestamps into bursts separated by gaps larger than `gap` ms.
   function bursts(ts, gap) {
@@ -182,7 +196,7 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
           children: (await Promise.all(t.children.map(async (c) => [c.job.name, await c.job.getState()]))).sort(),
         };
       }
-      return { out, ran: ran.sort(), counts: await q.getJobCounts('completed', 'failed', 'waiting-children') };
+      return { out, ran: ran.sort(), counts: await q.getJobCounts('completed', 'failed', 'waiting-children'), keys: await layout('s_ff') };
     },
 
     async events_dedup() {
@@ -233,6 +247,7 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
         count: await q.getJobSchedulersCount(), delayed,
         ticks: ticks.slice(0, 3), removed, after,
         delayedAfter: (await q.getDelayed()).map((j) => j.name).sort(),
+        keys: await layout('s_sched'),
       };
     },
 
@@ -266,6 +281,7 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
         simple, thr: [t1.id, t2.id, thrKey, t3.id], deb: [d1.id, d2.id, d3.id, d1Gone, debKey],
         pre, removedKey, s3: s3.id, seen: seen.sort(), after: await q.getJobCounts('completed', 'wait', 'delayed'),
         keysAfter: [await q.getDeduplicationJobId('s'), await q.getDeduplicationJobId('d')],
+        keys: await layout('s_dedup'),
       };
     },
 
@@ -322,6 +338,7 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
         missing: (await q.getJob('nope')) ?? null,
         missingState: await q.getJobState('nope'),
       };
+      g.keys = await layout('s_getters');
       const j = await q.getJob(ids.p1);
       g.job = { name: j.name, data: j.data, priority: j.opts.priority, state: await j.getState(), delay: j.delay };
       await worker('s_getters', async (job) => {
@@ -425,6 +442,7 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
       return {
         byCount,
         byAge: { completed: (await q2.getCompleted()).map((j) => j.name), failed: (await q2.getFailed()).map((j) => j.name) },
+        keys: [await layout('s_ro'), await layout('s_ro_age')],
       };
     },
 
@@ -485,7 +503,110 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
         order, mdRuns, md: [md.attemptsMade, md.attemptsStarted, md.returnvalue],
         rt: [rt.attemptsMade, rt.failedReason || null, rt.returnvalue], rtRuns,
         counts: await q.getJobCounts('completed', 'failed', 'delayed', 'wait'),
+        keys: await layout('s_ops'),
       };
+    },
+    async manual_misc() {
+      const q = await fresh('s_man');
+      const qe = await track(new QueueEvents('s_man', { connection: await connection() }));
+      await qe.waitUntilReady();
+      await sleep(300);
+      const evs = [];
+      for (const ev of ['duplicated', 'waiting-children', 'retries-exhausted', 'completed', 'failed']) {
+        qe.on(ev, (a) => evs.push([ev, a.jobId]));
+      }
+      // custom job ids: a duplicate add returns the existing job and emits 'duplicated'
+      const c1 = await q.add('custom', { v: 1 }, { jobId: 'my-id' });
+      const c2 = await q.add('custom', { v: 2 }, { jobId: 'my-id' });
+      const dupData = (await q.getJob('my-id')).data;
+      // manual processing with getNextJob + moveToCompleted/moveToFailed and a token
+      const w = await worker('s_man', null, { autorun: false });
+      const token = 'tok-1';
+      await q.add('m2', {}, { attempts: 1 });
+      const j1 = await w.getNextJob(token);
+      const lock = await (await raw()).get(`bull:s_man:${j1.id}:lock`);
+      await j1.moveToCompleted('manual-ok', token, false);
+      const j2 = await w.getNextJob(token);
+      await j2.moveToFailed(new Error('manual-fail'), token, false);
+      const none = await w.getNextJob(token, { block: false });
+      let badToken = null;
+      await q.add('m3', {});
+      const j3 = await w.getNextJob(token);
+      try { await j3.moveToCompleted('x', 'wrong-token', false); } catch (e) { badToken = scrub(e.message); }
+      await j3.moveToCompleted('right', token, false);
+      await w.close();
+      // logs: keepLogs, pagination, clearLogs
+      const lj = await q.add('logs', {}, { keepLogs: 3 });
+      for (let i = 0; i < 5; i++) await lj.log(`line ${i}`);
+      const logs = [await q.getJobLogs(lj.id), await q.getJobLogs(lj.id, 0, 0, false)];
+      await lj.clearLogs(1);
+      logs.push(await q.getJobLogs(lj.id));
+      await lj.remove();
+      // priorities, bulk retry/promote, trimEvents, prometheus text
+      for (const p of [0, 1, 1, 2]) await q.add('pp', {}, { priority: p });
+      const perPrio = await q.getCountsPerPriority([0, 1, 2, 3]);
+      await q.drain();
+      for (let i = 0; i < 3; i++) await q.add(`d${i}`, {}, { delay: 60000 });
+      await q.promoteJobs({ count: 2 });
+      const afterPromote = await q.getJobCounts('delayed', 'wait');
+      await q.drain(true);
+      // dynamic children: parent waits for a child added while it runs
+      const order = [];
+      const w2 = await worker('s_man', async (job, tok) => {
+        order.push(`${job.name}:${job.data.step ?? 0}`);
+        if (job.name === 'fails') throw new Error('always');
+        if (job.name === 'dyn-parent') {
+          if (!job.data.step) {
+            await q.add('dyn-child', { v: 5 }, { parent: { id: job.id, queue: job.queueQualifiedName } });
+            await job.updateData({ step: 1 });
+            const moved = await job.moveToWaitingChildren(tok);
+            if (moved) throw new WaitingChildrenError();
+          }
+          return Object.values(await job.getChildrenValues());
+        }
+        return job.data.v ?? null;
+      }, { concurrency: 1 });
+      const dp = await q.add('dyn-parent', {});
+      await q.add('fails', {}, { attempts: 2 });
+      await waitFor(async () => (await dp.getState()) === 'completed' && (await q.getFailedCount()) === 2);
+      const retried = await q.retryJobs({ state: 'failed', count: 10 });
+      if (process.env.BULLMQ_VERBOSE) setTimeout(async () => process.stderr.write(JSON.stringify([order, await q.getJobCounts()]) + '\n'), 3000);
+      await waitFor(async () => order.filter((o) => o.startsWith('fails')).length === 4 && (await q.getFailedCount()) === 1 && (await q.getCompletedCount()) >= 5);
+      await w2.close();
+      await sleep(200);
+      const prom = await q.exportPrometheusMetrics({ env: 'test' });
+      const trimmed = await q.trimEvents(5);
+      const xlen = await (await raw()).xlen('bull:s_man:events');
+      const per = {};
+      for (const [e, id] of evs) per[`${e}:${id}`] = (per[`${e}:${id}`] || 0) + 1;
+      return {
+        custom: [c1.id, c2.id, dupData], manual: [j1.name, lock === token, j2.name, none ?? null, badToken],
+        manualStates: [await q.getJobState(j1.id), await q.getJobState(j2.id), (await q.getJob(j2.id)).failedReason, (await q.getJob(j3.id)).returnvalue],
+        logs, perPrio, afterPromote, order, dynRv: (await q.getJob(dp.id)).returnvalue, retried: retried ?? null,
+        prom: prom.split('\n').filter((l) => l && !l.startsWith('#')).sort(), trimmedOk: trimmed >= 0, xlenOk: xlen <= 10,
+        events: per,
+      };
+    },
+
+    async volume() {
+      // 2000 jobs through two workers with concurrency 50 each, added with addBulk in chunks
+      const q = await fresh('s_vol');
+      const N = 2000;
+      const t0 = Date.now();
+      for (let c = 0; c < N; c += 500) {
+        await q.addBulk(Array.from({ length: 500 }, (_, i) => ({ name: 'v', data: { i: c + i }, opts: { removeOnComplete: 1000 } })));
+      }
+      const added = await q.getJobCounts('wait');
+      let sum = 0;
+      let n = 0;
+      const fn = async (job) => { sum += job.data.i; n++; return job.data.i; };
+      await worker('s_vol', fn, { concurrency: 50 });
+      await worker('s_vol', fn, { concurrency: 50 });
+      await waitFor(() => n === N, 60000);
+      await sleep(200);
+      const ms = Date.now() - t0;
+      if (process.env.BULLMQ_VERBOSE) process.stderr.write(`volume: ${N} jobs in ${ms} ms\n`);
+      return { added, n, sum, counts: await q.getJobCounts('wait', 'active', 'completed', 'failed') };
     },
   };
 };

@@ -24,7 +24,7 @@ def ping(c: Any, argv: list[bytes]) -> Any:
     return PONG
 
 
-@command("echo", 2, "fast", group="connection")
+@command("echo", 2, "loading stale fast", group="connection")
 def echo(c: Any, argv: list[bytes]) -> Any:
     return argv[1]
 
@@ -117,7 +117,7 @@ def hello(c: Any, argv: list[bytes]) -> Any:
     if not c.authenticated:
         raise RedisError(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-            "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+            "HELLO AUTH <user> <pass> option can be used to authenticate the client and "
             "select the RESP protocol version at the same time"
         )
     if name is not None:
@@ -190,7 +190,7 @@ def client_id(c: Any, argv: list[bytes]) -> Any:
     return c.id
 
 
-@subcommand("client", "no-evict", 3, "noscript loading stale")
+@subcommand("client", "no-evict", 3, "admin noscript loading stale")
 def client_no_evict(c: Any, argv: list[bytes]) -> Any:
     c.no_evict = _on_off(argv[2])
     return OK

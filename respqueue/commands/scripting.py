@@ -14,9 +14,12 @@ from .util import eq
 
 
 def _rt(c: Any) -> Any:
-    from lua.runtime import get_scripting
+    s = c.server.scripting
+    if s is None:
+        from lua.runtime import get_scripting
 
-    return get_scripting(c.server)
+        s = get_scripting(c.server)
+    return s
 
 
 @command("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")

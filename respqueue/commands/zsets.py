@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
@@ -905,6 +906,23 @@ def parse_scan_cursor(b: bytes) -> int:
     return (-v) % 2**64 if neg else v
 
 
+_SIGN = 1 << 63
+_MASK = (1 << 64) - 1
+
+
+def _score_cursor(score: float) -> int:
+    """An order-preserving map of doubles onto unsigned 64-bit cursors (never 0)."""
+    if score == 0.0:
+        score = 0.0
+    bits = int.from_bytes(struct.pack(">d", score), "big")
+    return bits ^ _MASK if bits & _SIGN else bits | _SIGN
+
+
+def _cursor_score(cursor: int) -> float:
+    bits = cursor ^ _SIGN if cursor & _SIGN else cursor ^ _MASK
+    return struct.unpack(">d", bits.to_bytes(8, "big"))[0]
+
+
 @command("zscan", -3, "readonly", 1, 1, 1, group=G)
 def zscan(c: Any, argv: list[bytes]) -> Any:
     cursor = parse_scan_cursor(argv[2])
@@ -927,16 +945,22 @@ def zscan(c: Any, argv: list[bytes]) -> Any:
         else:
             raise SYNTAX
         i += 2
-    size = len(z)
     if z.encoding() == b"listpack":
-        lo, hi, nxt = 0, size, 0
+        # Redis returns a listpack whole, whatever the cursor
+        entries = z.entries(0, len(z))
+        nxt = 0
     else:
-        lo = min(cursor, size)
-        hi = min(size, lo + count)
-        nxt = 0 if hi >= size else hi
+        # the cursor is the next score, mapped onto 0..2**64-1 in order
+        start: float | None = None
+        if cursor:
+            start = _cursor_score(cursor)
+            if start != start:  # NaN bit patterns: before -inf or after +inf
+                start = None if cursor < _SIGN else _INF
+        entries, after = z.scan_page(start, count)
+        nxt = 0 if after is None else _score_cursor(after)
     out: list[Any] = []
     fmt = z.scan_score
-    for s, m in z.entries(lo, hi):
+    for s, m in entries:
         if match is None or match(m):
             out.append(m)
             out.append(fmt(s))

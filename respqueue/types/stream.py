@@ -17,7 +17,11 @@ deleted inside their node. So that XLEN after an approximate trim matches
 Redis, each node's entry count, tombstone count and listpack byte size are
 tracked exactly as t_stream.c's ``streamAppendItem`` would lay them out.
 
-Commands use only the methods below, never the attributes.
+Commands go through the methods below; the entry storage and node layout
+(underscored attributes) are private. The public attributes are the stream's
+``last_id``, ``max_deleted`` and ``entries_added`` counters and the consumer
+group objects (:class:`Group`, :class:`Consumer`, :class:`Nack`), whose PELs
+are ``SortedDict``s keyed by packed ID.
 """
 
 from __future__ import annotations

@@ -1,0 +1,334 @@
+"""The wire protocol, byte for byte against redis-server: pipelining, inline
+requests, RESP3, protocol errors, QUIT and backpressure."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from .servers import RawConn, encode_command, start_redis, start_respqueue
+
+
+def exchange(
+    port: int,
+    chunks: Sequence[bytes],
+    *,
+    expect: bytes | None = None,
+    expect_close: bool | None = None,
+    quiet: float = 0.3,
+    deadline: float = 8.0,
+    gap: float = 0.02,
+    unix: str | None = None,
+) -> tuple[bytes, bool]:
+    """Send ``chunks`` (pausing ``gap`` between them) and collect what comes back.
+
+    Returns (bytes received, whether the server closed the connection). Reading
+    stops when the server closes, or after ``quiet`` seconds of silence once the
+    ``expect``-ed number of bytes (and the close, if ``expect_close``) arrived,
+    or at ``deadline``.
+    """
+    if unix is not None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(unix)
+    else:
+        s = socket.create_connection(("127.0.0.1", port), timeout=deadline)
+    out = bytearray()
+    closed = False
+    try:
+        for i, c in enumerate(chunks):
+            if i and gap:
+                time.sleep(gap)
+            try:
+                s.sendall(c)
+            except OSError:
+                break
+        end = time.time() + deadline
+        want = len(expect) if expect is not None else 0
+        while time.time() < end:
+            enough = len(out) >= want and not expect_close
+            s.settimeout(quiet if enough else max(0.05, end - time.time()))
+            try:
+                d = s.recv(1 << 16)
+            except TimeoutError:
+                if enough:
+                    break
+                continue
+            except ConnectionResetError:
+                closed = True
+                break
+            if not d:
+                closed = True
+                break
+            out += d
+    finally:
+        s.close()
+    return bytes(out), closed
+
+
+def compare_many(ref_port: int, rq_port: int, cases: Sequence[Sequence[bytes]], quiet: float = 0.3) -> list[str]:
+    """Run every case on both servers in parallel; describe the differences."""
+
+    def one(chunks: Sequence[bytes]) -> str | None:
+        want = exchange(ref_port, chunks, quiet=quiet)
+        got = exchange(rq_port, chunks, expect=want[0], expect_close=want[1], quiet=quiet)
+        if got != want:
+            return f"{list(chunks)!r}:\n   redis: {want!r}\n   respqueue: {got!r}"
+        return None
+
+    with ThreadPoolExecutor(max_workers=16) as ex:
+        return [d for d in ex.map(one, cases) if d is not None]
+
+
+# ---- pipelining ------------------------------------------------------------
+
+
+def _read_n(conn: RawConn, n: int) -> list[bytes]:
+    return [conn.read_raw() for _ in range(n)]
+
+
+def test_pipeline_thousands_in_one_write(rq_server, redis_ref):
+    cmds = []
+    for i in range(5000):
+        cmds.append(("SET", f"k{i % 50}", str(i)))
+        cmds.append(("INCR", "counter"))
+        cmds.append(("GET", f"k{(i * 7) % 50}"))
+    payload = b"".join(encode_command(c) for c in cmds)
+    replies = {}
+    for name, port in (("rq", rq_server.port), ("ref", redis_ref.port)):
+        conn = RawConn(port, timeout=30)
+        conn.call_raw("FLUSHALL")
+        conn.send_raw(payload)
+        replies[name] = _read_n(conn, len(cmds))
+        assert conn.call_raw("PING") == b"+PONG\r\n"
+        conn.close()
+    assert len(replies["rq"]) == len(cmds)
+    assert replies["rq"] == replies["ref"]
+    assert replies["rq"][-2] == b":5000\r\n"
+
+
+def test_pipeline_split_at_every_byte(rq_server, redis_ref):
+    payload = encode_command(("SET", "split", "a\r\nb")) + encode_command(("GET", "split")) + b"PING\r\n"
+    for port in (rq_server.port, redis_ref.port):
+        got, closed = exchange(port, [payload[i : i + 1] for i in range(len(payload))], gap=0.001,
+                               expect=b"+OK\r\n$4\r\na\r\nb\r\n+PONG\r\n")
+        assert got == b"+OK\r\n$4\r\na\r\nb\r\n+PONG\r\n" and not closed
+
+
+# ---- inline requests and odd input: same bytes as Redis ---------------------
+CASES: list[list[bytes]] = [
+    [b"PING\r\n"],
+    [b"PING\n"],
+    [b"ping hello\r\n"],
+    [b"SET k \"a b\"\r\nGET k\r\n"],
+    [b"SET k \"a\\x41\\n\\t\\\\\"\r\nGET k\r\n"],
+    [b"SET k 'it\\'s'\r\nGET k\r\n"],
+    [b"ECHO \"a\\\"b\"\r\n"],
+    [b"ECHO 'a\"b'\r\n"],
+    [b"ECHO \"\\x4\"\r\n"],
+    [b"ECHO \"\"\r\n"],
+    [b"ECHO a\tb\r\n"],
+    [b"\r\n\r\nPING\r\n"],
+    [b"   \r\nPING   \r\n"],
+    [b"\n\n\nPING\r\n"],
+    [b"PING\rPING\r\n"],
+    [b"PING\n\rPING\n"],
+    [b"PING\r\n*1\r\n$4\r\nPING\r\nPING\r\n"],
+    [b"*1\r\n$4\r\nPING\r\n\r\n*2\r\n$4\r\nECHO\r\n$1\r\nx\r\n"],
+    [b"*2\r\n$4\r\nECHO\r\n$1\r\nab\r\n"],
+    [b"*1\r\n$4\r\nPINGxx"],
+    [b"*1\r\n$4\r\r\nPING\r\n"],
+    [b"SET k \"a", b" b\"\r\nGET k\r\n"],
+    [b"PI", b"NG\r\n"],
+    [b"*1\r\n$4\r\nPING\r\nEC", b"HO hi\r\n"],
+    [b"*0\r\nPING\r\n"],
+    [b"*-1\r\nPING\r\n"],
+    [b"*-5\r\nPING\r\n"],
+    [b"$4\r\nPING\r\n"],
+    [b":1\r\n"],
+    [b"+PING\r\n"],
+    [b"-ERR\r\n"],
+    [b"NOSUCH a b\r\n"],
+    [b"PING\x00\r\nPING\r\n"],
+    [b"*1\r\n$4\r\nPING\r\nECHO a\x00\r\n"],
+    [b"QUIT\r\nPING\r\n"],
+    [b"*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n"],
+    # protocol errors: an error reply, then the connection closes
+    [b"*x\r\n"],
+    [b"*\r\n"],
+    [b"*+1\r\n"],
+    [b"* 1\r\n"],
+    [b"*1 \r\n"],
+    [b"*01\r\n$4\r\nPING\r\n"],
+    [b"*-0\r\nPING\r\n"],
+    [b"*2147483648\r\n"],
+    [b"*99999999999999999999\r\n"],
+    [b"*1\n$4\r\nPING\r\n"],
+    [b"*1\r\n$x\r\n"],
+    [b"*1\r\n$\r\n"],
+    [b"*1\r\n$-1\r\n"],
+    [b"*1\r\n$-0\r\n"],
+    [b"*1\r\n$+1\r\na\r\n"],
+    [b"*1\r\n$04\r\nPING\r\n"],
+    [b"*1\r\n$ 4\r\nPING\r\n"],
+    [b"*1\r\n$4\nPING\r\n"],
+    [b"*1\r\n$600000000\r\n"],
+    [b"*1\r\n$536870913\r\n"],
+    [b"*1\r\n$2147483648\r\n"],
+    [b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$600000000\r\n"],
+    [b"*1\r\nx\r\n"],
+    [b"*2\r\n$4\r\nPING\r\n:1\r\n"],
+    [b"*2\r\n$4\r\nECHO\r\n*1\r\n$1\r\na\r\n"],
+    [b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n"],
+    [b"*1\r\n$4\r\nPING\r\n*1\r\n$600000000\r\n"],
+    [b"PING\r\n*1\r\nx\r\n"],
+    [b"SET k \"a b\r\n"],
+    [b"SET k 'a\r\n"],
+    [b"ECHO \"a\"b\r\n"],
+    [b"ECHO a\"b\r\n"],
+    [b"ECHO \"\\\r\n"],
+    [b"P" * 70000],
+    [b"*" + b"1" * 70000],
+    [b"*1\r\n$" + b"1" * 70000],
+    [b"*1\r\n$4\r\nPING\r\n" + b"X" * 70000],
+]
+
+
+def test_inline_and_odd_requests_match_redis(rq_server, redis_ref):
+    diffs = compare_many(redis_ref.port, rq_server.port, CASES)
+    assert not diffs, "\n".join(diffs)
+
+
+def test_unauthenticated_limits_match_redis():
+    ref = start_redis("--requirepass", "pw")
+    rq = start_respqueue("--requirepass", "pw")
+    try:
+        cases = [
+            [b"*11\r\n"],
+            [b"*10\r\n"],
+            [b"*1\r\n$16385\r\n"],
+            [b"*1\r\n$16384\r\n"],
+            [b"*2\r\n$4\r\nECHO\r\n$16385\r\n"],
+            [b"PING\r\n"],
+            [b"AUTH pw\r\n*1\r\n$16385\r\n"],
+            [b"AUTH wrong\r\nPING\r\n"],
+            [b"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*3\r\n$4\r\nECHO\r\n$1\r\na\r\n$1\r\nb\r\n"],
+            [encode_command(("AUTH", "pw")) + encode_command(("ECHO", "x" * 20000))],
+        ]
+        diffs = compare_many(ref.port, rq.port, cases)
+        assert not diffs, "\n".join(diffs)
+    finally:
+        ref.stop()
+        rq.stop()
+
+
+def test_protocol_error_closes_only_that_connection(rq_server):
+    healthy = RawConn(rq_server.port)
+    assert healthy.call_raw("SET", "alive", "1") == b"+OK\r\n"
+    for bad in (b"*x\r\n", b"*1\r\n$600000000\r\n", b"SET k \"oops\r\n", b"*1\r\n:1\r\n"):
+        got, closed = exchange(rq_server.port, [bad], expect_close=True)
+        assert got.startswith(b"-ERR Protocol error: ") and closed, (bad, got, closed)
+        assert healthy.call_raw("GET", "alive") == b"$1\r\n1\r\n"
+    healthy.close()
+
+
+def test_quit_replies_ok_then_closes(rq_server):
+    for req in (b"QUIT\r\n", encode_command(("QUIT",)), encode_command(("QUIT",)) + encode_command(("SET", "q", "1"))):
+        got, closed = exchange(rq_server.port, [req], expect_close=True)
+        assert got == b"+OK\r\n" and closed
+    c = RawConn(rq_server.port)
+    assert c.call_raw("EXISTS", "q") == b":0\r\n"
+    c.close()
+
+
+# ---- RESP3 ------------------------------------------------------------------
+def _mask_version(b: bytes) -> bytes:
+    import re
+
+    return re.sub(rb"\$5\r\nversion\r\n\$\d+\r\n[0-9.]+\r\n", b"$5\r\nversion\r\n$V\r\nV\r\n", b)
+
+
+def test_hello3_map_reply_and_nulls(rq_server, redis_ref):
+    rq, ref = RawConn(rq_server.port), RawConn(redis_ref.port)
+    a, b = rq.call_raw("HELLO", "3"), ref.call_raw("HELLO", "3")
+    assert a.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n")
+
+    def fields(x: bytes) -> bytes:
+        import re
+
+        x = re.sub(rb"\$7\r\nversion\r\n\$\d+\r\n[0-9.]+\r\n", b"", x)
+        return re.sub(rb"\$2\r\nid\r\n:\d+\r\n", b"", x)
+
+    assert fields(a) == fields(b)
+    for cmd in (("GET", "nokey"), ("HELLO", "4"), ("HELLO", "x"), ("HELLO", "3", "SETNAME", "a b"),
+                ("HELLO", "3", "FOO"), ("CLIENT", "GETNAME"), ("MGET", "a", "b")):
+        assert rq.call_raw(*cmd) == ref.call_raw(*cmd), cmd
+    assert rq.call_raw("GET", "nokey") == b"_\r\n"
+    # back to RESP2
+    a, b = rq.call_raw("HELLO", "2"), ref.call_raw("HELLO", "2")
+    assert a.startswith(b"*14\r\n") and b.startswith(b"*14\r\n")
+    assert rq.call_raw("GET", "nokey") == b"$-1\r\n"
+    rq.close()
+    ref.close()
+
+
+def test_resp3_doubles_encoding():
+    from respqueue.resp import encode_one
+
+    assert encode_one(1.5, resp3=True) == b",1.5\r\n"
+    assert encode_one(1.5) == b"$3\r\n1.5\r\n"
+    assert encode_one(float("inf"), resp3=True) == b",inf\r\n"
+    assert encode_one(float("-inf"), resp3=True) == b",-inf\r\n"
+    assert encode_one(0.1, resp3=True) == b",0.10000000000000001\r\n"
+    assert encode_one(None, resp3=True) == b"_\r\n"
+    assert encode_one({b"a": 1}, resp3=True) == b"%1\r\n$1\r\na\r\n:1\r\n"
+    assert encode_one(True, resp3=True) == b"#t\r\n"
+
+
+def test_resp3_hello_setname_and_client_info(rq_server):
+    c = RawConn(rq_server.port)
+    r = c.call_raw("HELLO", "3", "SETNAME", "myname")
+    assert r.startswith(b"%7\r\n") and b"$5\r\nproto\r\n:3\r\n" in r
+    assert c.call_raw("CLIENT", "GETNAME") == b"$6\r\nmyname\r\n"
+    info = c.call_raw("CLIENT", "INFO")
+    assert info.startswith(b"=") and b"name=myname" in info and b"resp=3" in info
+    c.close()
+
+
+# ---- backpressure --------------------------------------------------------------
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_client_not_reading_does_not_stall_others(rq_server):
+    setup = RawConn(rq_server.port)
+    setup.call_raw("SET", "big", "x" * 100_000)
+    rss0 = _rss_mb(rq_server.proc.pid)
+    hog = socket.create_connection(("127.0.0.1", rq_server.port))
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.settimeout(0.5)
+    req = encode_command(("GET", "big")) * 200
+    sent = 0
+    t_end = time.time() + 3
+    # push ~1 GB worth of replies' requests without reading; the server must
+    # stop reading from us (our sends eventually block) and stay responsive
+    while time.time() < t_end:
+        try:
+            hog.send(req)
+            sent += 1
+        except (TimeoutError, BlockingIOError):
+            break
+    # had the server kept reading, its output buffer would hold sent*200 replies
+    # of 100 kB (gigabytes); it must have paused reading at a few MB instead
+    assert _rss_mb(rq_server.proc.pid) < rss0 + 300, (sent, _rss_mb(rq_server.proc.pid), rss0)
+    for _ in range(20):
+        t0 = time.time()
+        assert setup.call_raw("PING") == b"+PONG\r\n"
+        assert time.time() - t0 < 1.0
+    hog.close()
+    setup.close()
