@@ -18,6 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd")
     s = sub.add_parser("serve", help="run the server (the default)")
     add_serve_flags(s)
+    for name, what in (("check", "check the store (integrity and schema version)"),
+                       ("repair", "copy what can be read into a fresh store; keep the old file")):
+        c = sub.add_parser(name, help=what)
+        c.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
     return p
 
 
@@ -32,6 +36,12 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--timeout", type=int, help="close clients idle this many seconds (0: never)" + env % "TIMEOUT")
     s.add_argument("--config", help="TOML file with any of these settings" + env % "CONFIG")
     s.add_argument("--log-level", dest="log_level", help="debug, info, warning or error" + env % "LOG_LEVEL")
+    s.add_argument("--durability", choices=("durable", "buffered", "memory"),
+                   help="durable (default): reply after fsync; buffered: commit every --buffer-ms;"
+                   " memory: no disk" + env % "DURABILITY")
+    s.add_argument("--buffer-ms", dest="buffer_ms", type=int, help="buffered mode: commit interval in ms, default 10" + env % "BUFFER_MS")
+    s.add_argument("--buffer-writes", dest="buffer_writes", type=int,
+                   help="buffered mode: commit after this many changes, default 1000" + env % "BUFFER_WRITES")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,5 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         from .server import run
 
         return run(cfg)
+    if ns.cmd in ("check", "repair"):
+        from .persistence import check, repair
+
+        d = Config.load({"dir": ns.dir}).dir
+        ok, msg = (check if ns.cmd == "check" else repair)(d)
+        print(msg, file=sys.stdout if ok else sys.stderr)
+        return 0 if ok else 1
     build_parser().print_help()
     return 2

@@ -34,7 +34,9 @@ class Config:
     slowlog_log_slower_than: int = 10000
     slowlog_max_len: int = 128
     hz: int = 10
-    durability: str = "memory"
+    durability: str = "durable"  # durable, buffered or memory (see docs/STORAGE.md)
+    buffer_ms: int = 10  # buffered mode: commit at least this often
+    buffer_writes: int = 1000  # buffered mode: or after this many changes
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -45,28 +47,40 @@ class Config:
         names = {f.name: f for f in fields(cls)}
         path = flags.get("config") or env.get("RESPQUEUE_CONFIG")
         if path:
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+            try:
+                with open(path, "rb") as fh:
+                    data = tomllib.load(fh)
+            except OSError as e:
+                raise ValueError(f"cannot read config file {path}: {e.strerror or e}") from None
+            except tomllib.TOMLDecodeError as e:
+                raise ValueError(f"{path} is not valid TOML: {e}") from None
             for k, v in data.items():
                 k = k.replace("-", "_")
                 if k not in names:
                     raise ValueError(f"{path}: unknown setting '{k}'")
-                setattr(cfg, k, _coerce(names[k].type, v))
+                setattr(cfg, k, _coerce(names[k].type, v, f"{path}: setting '{k}'"))
         for k, f in names.items():
             ev = env.get("RESPQUEUE_" + k.upper())
             if ev is not None and ev != "":
-                setattr(cfg, k, _coerce(f.type, ev))
+                setattr(cfg, k, _coerce(f.type, ev, "environment variable RESPQUEUE_" + k.upper()))
         for k, v in flags.items():
             if k in names:
-                setattr(cfg, k, _coerce(names[k].type, v))
+                setattr(cfg, k, _coerce(names[k].type, v, "--" + k.replace("_", "-")))
         return cfg
 
 
-def _coerce(t: Any, v: Any) -> Any:
+def _coerce(t: Any, v: Any, where: str = "value") -> Any:
     ts = str(t)
-    if "int" in ts and not isinstance(v, bool):
-        return int(v)
+    if "int" in ts:
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise ValueError(f"{where} must be an integer, not {v!r}")
+        try:
+            return int(v)
+        except ValueError:
+            raise ValueError(f"{where} must be an integer, not {v!r}") from None
     if "str" in ts:
+        if v is not None and not isinstance(v, (str, int, float)):
+            raise ValueError(f"{where} must be a string, not {v!r}")
         return None if v is None else str(v)
     return v
 

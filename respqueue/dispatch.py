@@ -82,6 +82,9 @@ def process(client: Any, argv: list[bytes]) -> Any:
         )
     if client.server.busy_script is not None and cmd.fullname not in _BUSY_ALLOWED:
         return client.server.busy_error()
+    if client.server.write_refused is not None and cmd.is_write:
+        # the store cannot be written (disk full, I/O error...): MISCONF, as Redis
+        return _rejected(client, client.server.write_refused, argv)
     if client.multi is not None and cmd.name not in _MULTI_PASSTHROUGH:
         if cmd.no_multi:
             client.multi_error = True

@@ -71,6 +71,11 @@ class ClientConnection(asyncio.Protocol, Client):
         self.monitor = False
         self.paused_reading = False
         self.processing = False
+        # durable mode: output held (in order, (bytes, is_write_reply)) until the
+        # journal has committed batch ``hold_until``; None when nothing is held
+        self.held: list[tuple[bytes, bool]] | None = None
+        self.hold_until = 0
+        self.close_when_released = False
 
     # ---- connection lifecycle -------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -137,7 +142,13 @@ class ClientConnection(asyncio.Protocol, Client):
         if t is not None:
             # deferred: the reply being built (e.g. QUIT's +OK) is written first,
             # and asyncio flushes buffered writes before closing
-            asyncio.get_running_loop().call_soon(t.close)
+            asyncio.get_running_loop().call_soon(self._close_transport)
+
+    def _close_transport(self) -> None:
+        if self.held is not None:
+            self.close_when_released = True  # held replies go out first
+        elif self.transport is not None:
+            self.transport.close()
 
     # ---- input ----------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -274,11 +285,22 @@ class ClientConnection(asyncio.Protocol, Client):
         server.stats_commands += 1
         if server.monitors:
             server.feed_monitors(self, argv)
+        d0 = server.dirty
         r = process(self, argv)
         if type(r) is Block:
             self._block(r, argv)
             return False
-        if r is not NO_REPLY:
+        if server.dirty != d0 and server.journal is not None and server.journal.durable:
+            # the reply waits for the commit of the write; earlier replies need not
+            if out:
+                self.write(b"".join(out))
+                out.clear()
+            self.journal_hold()
+            if r is not NO_REPLY:
+                encode(r, out, self.resp == 3)
+                self.held.append((b"".join(out), True))  # type: ignore[union-attr]
+                out.clear()
+        elif r is not NO_REPLY:
             encode(r, out, self.resp == 3)
         if server.ready_keys:
             if out:
@@ -297,7 +319,32 @@ class ClientConnection(asyncio.Protocol, Client):
         self.close_after_reply()
 
     # ---- output ---------------------------------------------------------
+    def journal_hold(self) -> None:
+        """This connection's last command wrote: hold its output until that is committed."""
+        if self.held is None:
+            self.held = []
+        self.server.journal.hold(self)
+
+    def release_held(self, error: bytes | None) -> None:
+        """The journal committed (or, with ``error``, failed) the batch we wait on."""
+        held = self.held
+        self.held = None
+        if not held:
+            return
+        if error is None:
+            data = b"".join([h[0] for h in held])
+        else:
+            data = b"".join([error if h[1] else h[0] for h in held])
+        t = self.transport
+        if t is not None and not t.is_closing():
+            t.write(data)
+            if self.close_when_released:
+                t.close()
+
     def write(self, data: bytes) -> None:
+        if self.held is not None:
+            self.held.append((data, False))
+            return
         t = self.transport
         if t is not None and not t.is_closing():
             t.write(data)
@@ -313,6 +360,9 @@ class ClientConnection(asyncio.Protocol, Client):
             return
         out: list[bytes] = []
         encode(Push(msg) if self.resp == 3 else msg, out, self.resp == 3)
+        if self.held is not None:
+            self.held.append((b"".join(out), False))
+            return
         t.write(b"".join(out))
         limit = self.server.config.pubsub_output_limit
         if limit and t.get_write_buffer_size() > limit:

@@ -32,6 +32,10 @@ class Server:
         self.monitors: list[Any] = []
         self.busy_script: Any = None
         self.journal: Any = None  # persistence hooks in here
+        # a RedisError (MISCONF) while the store cannot be written: write commands are refused
+        self.write_refused: RedisError | None = None
+        self.loaded_keys = 0
+        self.loaded_expired = 0
         self.scripting: Any = None  # the Lua runtime hooks in here
         self.slowlog: deque[list[Any]] = deque(maxlen=self.config.slowlog_max_len)
         self.slowlog_next_id = 0
@@ -131,6 +135,7 @@ class Server:
                     if st is None:
                         continue
                     cmd = resolve(st.argv)
+                    d0 = self.dirty
                     if isinstance(cmd, RedisError):
                         r: Any = cmd
                     else:
@@ -140,6 +145,8 @@ class Server:
                     if type(r) is Block:
                         continue
                     self.unblock_client(c)
+                    if self.dirty != d0 and self.journal is not None and self.journal.durable:
+                        c.journal_hold()
                     c.unblocked_with(r)
                     if key not in db.data:
                         break
@@ -178,6 +185,12 @@ class Server:
         loop = asyncio.get_running_loop()
         cfg = self.config
         os.makedirs(cfg.dir, exist_ok=True)
+        if self.journal is None:
+            from .persistence import open_persistence
+
+            self.journal = open_persistence(self)
+            if self.journal is not None:
+                self.journal.start()
         if cfg.port:
             hosts = cfg.host.split() if cfg.host else None
             srv = await loop.create_server(
@@ -294,9 +307,17 @@ def run(config: Config) -> int:
         runner = uvloop.run
     except ImportError:  # pragma: no cover
         runner = asyncio.run
+    from .persistence import StoreError
+
     server = Server(config)
     try:
         runner(server.serve_forever())
+    except StoreError as e:
+        log.error("cannot start: %s", e)
+        import sys
+
+        print(f"respqueue: cannot start: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         log.error("cannot start: %s", e)
         return 1

@@ -25,7 +25,7 @@ SCENARIOS = [
     "add_process", "retries_backoff", "delayed_priority", "events", "flows", "pause_resume", "getters_clean",
     # interop/bullmq/scenarios_more.js
     "rate_limiter", "global_concurrency", "worker_pause", "flow_failures", "events_dedup", "schedulers",
-    "dedup", "stalled", "getters", "clean_drain_obliterate", "remove_on", "job_ops",
+    "dedup", "stalled", "getters", "clean_drain_obliterate", "remove_on", "job_ops", "manual_misc", "volume",
 ]
 
 

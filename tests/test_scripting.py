@@ -478,9 +478,9 @@ def test_select_in_script_does_not_leak(diff):
 
 def test_clock_frozen_during_script(r):
     r.set("exp", "v", px=50)
-    # busy-wait 150 ms inside the script: the key must not expire mid-script
+    # busy-wait well past the TTL inside the script: the key must not expire mid-script
     assert r.eval(
-        "local a = redis.call('exists', KEYS[1]) local t = 0 for i = 1, 3000000 do t = t + i end "
+        "local a = redis.call('exists', KEYS[1]) local t = 0 for i = 1, 60000000 do t = t + i end "
         "local b = redis.call('exists', KEYS[1]) return {a, b}",
         1,
         "exp",
@@ -666,7 +666,7 @@ def test_unkillable_after_write(r, rq_server):
         other = redis.Redis(port=rq_server.port, socket_timeout=5)
         t, out = _run_in_thread(
             lambda: slow.eval(
-                "redis.call('set', 'w', '1') local t = 0 for i = 1, 300000000 do t = t + 1 end return t", 0
+                "redis.call('set', 'w', '1') local t = 0 for i = 1, 600000000 do t = t + 1 end return t", 0
             )
         )
         time.sleep(0.4)
@@ -677,7 +677,7 @@ def test_unkillable_after_write(r, rq_server):
             "wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
         )
         t.join(30)
-        assert out == [300000000]
+        assert out == [600000000]
         assert other.get("w") == b"1"
         slow.close()
         other.close()
@@ -736,7 +736,7 @@ def test_blocked_clients_wait_for_the_busy_script(r, rq_server):
         time.sleep(0.2)
         ts, out = _run_in_thread(
             lambda: slow.eval(
-                "redis.call('rpush', 'bl', 'x') local t = 0 for i = 1, 200000000 do t = t + 1 end "
+                "redis.call('rpush', 'bl', 'x') local t = 0 for i = 1, 700000000 do t = t + 1 end "
                 "return redis.call('llen', 'bl')",
                 0,
             )

@@ -12,6 +12,7 @@ from ..glob import compile_glob
 from ..keyspace import mstime, type_name
 from ..resp import OK, RedisError, Status
 from .registry import command, container, subcommand
+from .strings import carry_encoding, forced_encoding
 from .util import INT64_MAX, eq, str2int
 
 
@@ -67,6 +68,7 @@ def _rename(c: Any, argv: list[bytes], nx: bool) -> Any:
     db.add(dst, v)
     if when != -1:
         db.set_expire(dst, when)
+    carry_encoding(db, src, db, dst, v)
     return 1 if nx else OK
 
 
@@ -114,10 +116,12 @@ def copy(c: Any, argv: list[bytes]) -> Any:
         if not replace:
             return 0
         dstdb.delete(dst)
-    dstdb.add(dst, copy_value(v))
+    nv = copy_value(v)
+    dstdb.add(dst, nv)
     when = c.db.get_expire(src)
     if when != -1:
         dstdb.set_expire(dst, when)
+    carry_encoding(c.db, src, dstdb, dst, nv)
     return 1
 
 
@@ -140,6 +144,7 @@ def move(c: Any, argv: list[bytes]) -> Any:
     dst.add(key, v)
     if when != -1:
         dst.set_expire(key, when)
+    carry_encoding(c.db, key, dst, key, v)
     return 1
 
 
@@ -215,12 +220,26 @@ def keys(c: Any, argv: list[bytes]) -> Any:
 
 
 def parse_cursor(b: bytes) -> int:
-    if not b.isdigit():
+    """A SCAN cursor as Redis 7.0 reads it (strtoul: sign allowed, "" is 0)."""
+    s = b
+    neg = False
+    if s[:1] in (b"+", b"-"):
+        neg = s[:1] == b"-"
+        s = s[1:]
+        if not s:
+            raise RedisError("ERR invalid cursor")
+    if s and not s.isdigit():
         raise RedisError("ERR invalid cursor")
-    v = int(b)
+    v = int(s) if s else 0
     if v > 2**64 - 1:
         raise RedisError("ERR invalid cursor")
-    return v
+    return (-v) % 2**64 if neg else v
+
+
+# Iterators of SCANs in progress, keyed by (dict id, next cursor): a scan that
+# goes on where it left off costs O(count), not O(cursor), while the dict keeps
+# its size. Anything else starts a fresh iterator at the cursor's position.
+_SCAN_ITERS: dict[tuple[int, int], tuple[Any, int, Any]] = {}
 
 
 def scan_dict(d: Any, cursor: int, count: int) -> tuple[int, list[Any]]:
@@ -230,10 +249,28 @@ def scan_dict(d: Any, cursor: int, count: int) -> tuple[int, list[Any]]:
     the whole scan may be returned twice or, if deletions happen before the
     cursor, skipped; callers needing Redis's guarantee keep deletions rare.
     """
-    items = list(islice(d, cursor, cursor + count))
+    n = len(d)
+    if cursor >= n:
+        return 0, []
+    ent = _SCAN_ITERS.pop((id(d), cursor), None)
+    items = None
+    if ent is not None and ent[0] is d and ent[1] == n:
+        it = ent[2]
+        try:
+            items = list(islice(it, count))
+        except RuntimeError:  # the dict changed under the iterator
+            items = None
+    if items is None:
+        it = iter(d)
+        if cursor:
+            next(islice(it, cursor - 1, cursor), None)
+        items = list(islice(it, count))
     nxt = cursor + count
-    if nxt >= len(d):
-        nxt = 0
+    if nxt >= n:
+        return 0, items
+    if len(_SCAN_ITERS) >= 64:
+        _SCAN_ITERS.pop(next(iter(_SCAN_ITERS)))
+    _SCAN_ITERS[(id(d), nxt)] = (d, n, it)
     return nxt, items
 
 
@@ -294,9 +331,6 @@ def randomkey(c: Any, argv: list[bytes]) -> Any:
 # ---- expiry -------------------------------------------------------------
 def _expire_generic(c: Any, argv: list[bytes], unit_ms: int, absolute: bool) -> Any:
     name = argv[0].decode("utf-8", "replace").lower()
-    v = str2int(argv[2])
-    if v is None:
-        raise NOT_INTEGER
     nx = xx = gt = lt = False
     for a in argv[3:]:
         o = a.lower()
@@ -314,6 +348,9 @@ def _expire_generic(c: Any, argv: list[bytes], unit_ms: int, absolute: bool) -> 
         raise RedisError("ERR NX and XX, GT or LT options at the same time are not compatible")
     if gt and lt:
         raise RedisError("ERR GT and LT options at the same time are not compatible")
+    v = str2int(argv[2])
+    if v is None:
+        raise NOT_INTEGER
     if unit_ms == 1000:
         if v > INT64_MAX // 1000 or v < -(INT64_MAX // 1000):
             raise RedisError(f"ERR invalid expire time in '{name}' command")
@@ -421,7 +458,11 @@ def encoding_of(v: Any) -> bytes:
 @subcommand("object", "encoding", 3, "readonly", 2, 2, 1)
 def object_encoding(c: Any, argv: list[bytes]) -> Any:
     v = c.db.lookup(argv[2])
-    return None if v is None else encoding_of(v)
+    if v is None:
+        return None
+    if type(v) is bytes:
+        return forced_encoding(c.db, argv[2], v) or string_encoding(v)
+    return v.encoding()
 
 
 @subcommand("object", "refcount", 3, "readonly", 2, 2, 1)
@@ -468,7 +509,7 @@ def object_help(c: Any, argv: list[bytes]) -> Any:
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ]
     return [Status(x.encode()) for x in lines]
 

@@ -497,6 +497,19 @@ def _sec_memory(server: Any) -> list[str]:
 
 def _sec_persistence(server: Any) -> list[str]:
     bgsave_ok = getattr(server, "last_bgsave_ok", True)
+    j = server.journal
+    if j is not None:
+        extra = [
+            f"durability:{j.mode}",
+            f"store_path:{j.store.path}",
+            f"last_commit_ms:{j.last_commit_ms:.3f}",
+            f"commits:{j.commits}",
+            f"commit_errors:{j.commit_errors}",
+            "store_status:" + ("ok" if server.write_refused is None else "err"),
+        ]
+        bgsave_ok = server.write_refused is None
+    else:
+        extra = ["durability:memory", "store_path:", "last_commit_ms:0", "commits:0", "commit_errors:0", "store_status:ok"]
     return [
         f"loading:{1 if getattr(server, 'loading', False) else 0}",
         "async_loading:0",
@@ -514,8 +527,8 @@ def _sec_persistence(server: Any) -> list[str]:
         "rdb_current_bgsave_time_sec:-1",
         f"rdb_saves:{getattr(server, 'rdb_saves', 0)}",
         "rdb_last_cow_size:0",
-        "rdb_last_load_keys_expired:0",
-        "rdb_last_load_keys_loaded:0",
+        f"rdb_last_load_keys_expired:{getattr(server, 'loaded_expired', 0)}",
+        f"rdb_last_load_keys_loaded:{getattr(server, 'loaded_keys', 0)}",
         f"aof_enabled:{1 if get_config(server, 'appendonly') == 'yes' else 0}",
         "aof_rewrite_in_progress:0",
         "aof_rewrite_scheduled:0",
@@ -528,7 +541,7 @@ def _sec_persistence(server: Any) -> list[str]:
         "aof_last_cow_size:0",
         "module_fork_in_progress:0",
         "module_fork_last_cow_size:0",
-    ]
+    ] + extra
 
 
 def _sec_stats(server: Any) -> list[str]:
@@ -1196,14 +1209,27 @@ def lastsave(c: Any, argv: list[bytes]) -> Any:
 
 
 def _saved(server: Any) -> None:
-    # persistence (server.journal) will do the real work here later
-    server.dirty = 0
-    server.lastsave = int(time.time())
     server.rdb_saves = getattr(server, "rdb_saves", 0) + 1
+    j = server.journal
+    if j is None:
+        server.dirty = 0
+        server.lastsave = int(time.time())
+    else:
+        # BGSAVE / SHUTDOWN SAVE: commit the open batch now (lastsave follows the commit)
+        j.flush_soon()
 
 
 @command("save", 1, "admin noscript no_async_loading no_multi", group="server")
 def save(c: Any, argv: list[bytes]) -> Any:
+    j = c.server.journal
+    if j is not None and hasattr(c, "journal_hold"):
+        # the reply waits until everything changed so far is committed
+        c.server.rdb_saves = getattr(c.server, "rdb_saves", 0) + 1
+        if j.failed_ops is not None:
+            raise c.server.write_refused
+        j.flush_soon()
+        c.journal_hold()
+        return OK
     _saved(c.server)
     return OK
 

@@ -13,6 +13,42 @@ from .util import INT64_MAX, INT64_MIN, long_double_add, str2int
 _MAX_STRING = 512 * 1024 * 1024
 
 
+# OBJECT ENCODING depends on how Redis built a string, not only on its bytes:
+# APPEND and SETRANGE leave a "raw" string, INCRBYFLOAT an "embstr" even for "3".
+# Remembered per key together with the value object it applies to (held, so that
+# its identity cannot be reused); bounded, dropped wholesale when too big.
+_ENC: dict[tuple[int, bytes], tuple[bytes, bytes]] = {}
+_ENC_LIMIT = 64 * 1024 * 1024
+_enc_bytes = 0
+
+
+def mark_encoding(db: Any, key: bytes, value: bytes, enc: bytes) -> None:
+    global _enc_bytes
+    if len(value) <= 1:
+        return  # CPython shares 0- and 1-byte bytes objects: identity says nothing
+    if len(_ENC) >= 65536 or _enc_bytes > _ENC_LIMIT:
+        _ENC.clear()
+        _enc_bytes = 0
+    _ENC[(db.index, key)] = (value, enc)
+    _enc_bytes += len(value)
+
+
+def forced_encoding(db: Any, key: bytes, value: bytes) -> bytes | None:
+    """The encoding APPEND/SETRANGE/INCRBYFLOAT gave ``value`` at ``key``, if any."""
+    e = _ENC.get((db.index, key))
+    if e is not None and e[0] is value:
+        return e[1]
+    return None
+
+
+def carry_encoding(srcdb: Any, src: bytes, dstdb: Any, dst: bytes, value: Any) -> None:
+    """RENAME/COPY/MOVE keep the value's encoding: move its mark along."""
+    if _ENC and type(value) is bytes:
+        e = forced_encoding(srcdb, src, value)
+        if e is not None:
+            mark_encoding(dstdb, dst, value, e)
+
+
 def _invalid_expire(name: str) -> RedisError:
     return RedisError(f"ERR invalid expire time in '{name}' command")
 
@@ -40,40 +76,61 @@ def get(c: Any, argv: list[bytes]) -> Any:
     return c.db.lookup_string(argv[1])
 
 
-@command("set", -3, "write denyoom", 1, 1, 1, group="string")
-def set_(c: Any, argv: list[bytes]) -> Any:
-    key, value = argv[1], argv[2]
-    nx = xx = get_old = keepttl = False
-    when = -1
-    unit_seen = False
-    i = 3
+_UNITS = (b"ex", b"px", b"exat", b"pxat")
+
+
+def _parse_set_flags(argv: list[bytes], for_set: bool) -> tuple[int, tuple[bytes, bytes] | None]:
+    """Redis's parseExtendedStringArgumentsOrReply for SET (for_set) and GETEX.
+
+    Returns (flags, (unit, value) or None). A repeated option is accepted (the
+    last expire wins) as long as it does not conflict with another one.
+    """
+    flags = 0
+    expire = None
+    unit = b""
+    i = 3 if for_set else 2
     n = len(argv)
     while i < n:
         opt = argv[i].lower()
-        if opt == b"nx" and not xx:
-            nx = True
-        elif opt == b"xx" and not nx:
-            xx = True
-        elif opt == b"get":
-            get_old = True
-        elif opt == b"keepttl" and not unit_seen:
-            keepttl = True
-        elif opt in (b"ex", b"px", b"exat", b"pxat") and not keepttl and not unit_seen and i + 1 < n:
-            unit_seen = True
+        if for_set and opt == b"nx" and not flags & _XX:
+            flags |= _NX
+        elif for_set and opt == b"xx" and not flags & _NX:
+            flags |= _XX
+        elif for_set and opt == b"get":
+            flags |= _GET
+        elif for_set and opt == b"keepttl" and not flags & _PERSIST and not unit:
+            flags |= _KEEPTTL
+        elif not for_set and opt == b"persist" and not unit and not flags & _KEEPTTL:
+            flags |= _PERSIST
+        elif opt in _UNITS and not flags & (_KEEPTTL | _PERSIST) and unit in (b"", opt) and i + 1 < n:
+            unit = opt
             i += 1
-            when = (opt, argv[i])  # type: ignore[assignment]
+            expire = (opt, argv[i])
         else:
             raise SYNTAX
         i += 1
-    if when != -1:
-        when = _expire_at(when[0], when[1], "set")  # type: ignore[index]
+    return flags, expire
+
+
+_NX, _XX, _GET, _KEEPTTL, _PERSIST = 1, 2, 4, 8, 16
+
+
+@command("set", -3, "write denyoom", 1, 1, 1, group="string")
+def set_(c: Any, argv: list[bytes]) -> Any:
+    key, value = argv[1], argv[2]
+    if len(argv) == 3:
+        c.db.set(key, value)
+        return OK
+    flags, expire = _parse_set_flags(argv, True)
+    when = _expire_at(expire[0], expire[1], "set") if expire is not None else -1
     db = c.db
     old = db.lookup(key)
+    get_old = flags & _GET
     if get_old and old is not None and type(old) is not bytes:
         raise WRONGTYPE
-    if (nx and old is not None) or (xx and old is None):
+    if (flags & _NX and old is not None) or (flags & _XX and old is None):
         return old if get_old else None
-    db.set(key, value, keepttl)
+    db.set(key, value, bool(flags & _KEEPTTL))
     if when != -1:
         db.set_expire(key, when)
     return old if get_old else OK
@@ -126,31 +183,18 @@ def getdel(c: Any, argv: list[bytes]) -> Any:
 @command("getex", -2, "write fast", 1, 1, 1, group="string")
 def getex(c: Any, argv: list[bytes]) -> Any:
     key = argv[1]
-    persist = False
-    when = None
-    i = 2
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        if opt == b"persist" and when is None and not persist:
-            persist = True
-        elif opt in (b"ex", b"px", b"exat", b"pxat") and when is None and not persist and i + 1 < n:
-            i += 1
-            when = (opt, argv[i])
-        else:
-            raise SYNTAX
-        i += 1
-    at = _expire_at(when[0], when[1], "getex") if when is not None else None
+    flags, expire = _parse_set_flags(argv, False)
     db = c.db
     v = db.lookup_string(key)
     if v is None:
         return None
-    if at is not None:
-        if at <= mstime():
+    if expire is not None:
+        at = _expire_at(expire[0], expire[1], "getex")
+        if expire[0] in (b"exat", b"pxat") and at <= mstime():
             db.delete(key)
         else:
             db.set_expire(key, at)
-    elif persist:
+    elif flags & _PERSIST:
         db.persist(key)
     return v
 
@@ -238,6 +282,7 @@ def incrbyfloat(c: Any, argv: list[bytes]) -> Any:
     v = db.lookup_string(argv[1])
     new = long_double_add(v, argv[2])
     db.set(argv[1], new, keepttl=True)
+    mark_encoding(db, argv[1], new, b"embstr" if len(new) <= 44 else b"raw")
     return new
 
 
@@ -249,6 +294,8 @@ def append(c: Any, argv: list[bytes]) -> Any:
     if len(new) > _MAX_STRING:
         raise RedisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
     db.set(argv[1], new, keepttl=True)
+    if v is not None:
+        mark_encoding(db, argv[1], new, b"raw")
     return len(new)
 
 
@@ -316,4 +363,5 @@ def setrange(c: Any, argv: list[bytes]) -> Any:
         v = v + b"\x00" * (off - len(v))
     new = v[:off] + val + v[off + len(val) :]
     db.set(argv[1], new, keepttl=True)
+    mark_encoding(db, argv[1], new, b"raw")
     return len(new)

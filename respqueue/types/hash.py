@@ -29,13 +29,16 @@ class Hash:
     """A Redis hash: ``field -> value``, both bytes."""
 
     rtype = b"hash"
-    __slots__ = ("d", "ht", "_keys", "_pos")
+    __slots__ = ("d", "ht", "_keys", "_pos", "_jlog", "_jkey")
 
     def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
         self.d: dict[bytes, bytes] = {}
         self.ht = False  # True once converted to the hashtable encoding
         self._keys: list[bytes] | None = None
         self._pos: dict[bytes, int] | None = None
+        # persistence: element-level change log while attached to the journal
+        self._jlog: list[tuple[bytes, bytes | None]] | None = None
+        self._jkey: tuple[int, bytes] | None = None
         if items is not None:
             for f, v in items:
                 self.set(f, v)
@@ -85,6 +88,8 @@ class Hash:
         d = self.d
         new = field not in d
         d[field] = value
+        if self._jlog is not None:
+            self._jlog.append((field, value))
         if not self.ht and (
             len(d) > MAX_LISTPACK_ENTRIES or len(field) > MAX_LISTPACK_VALUE or len(value) > MAX_LISTPACK_VALUE
         ):
@@ -98,6 +103,9 @@ class Hash:
         """Set ``argv[start:]`` as field/value pairs; returns how many fields were new."""
         d = self.d
         n0 = len(d)
+        if self._jlog is not None:
+            it = iter(argv[start:])
+            self._jlog.extend(zip(it, it, strict=True))
         if self._pos is None:
             it = iter(argv[start:])
             d.update(zip(it, it, strict=True))
@@ -111,9 +119,12 @@ class Hash:
                             break
             return len(d) - n0
         added = 0
+        jlog = self._jlog
+        self._jlog = None  # already logged above
         for i in range(start, len(argv), 2):
             if self.set(argv[i], argv[i + 1]):
                 added += 1
+        self._jlog = jlog
         self.note_sizes(*argv[start:])
         return added
 
@@ -122,6 +133,8 @@ class Hash:
         if field not in d:
             return False
         del d[field]
+        if self._jlog is not None:
+            self._jlog.append((field, None))
         pos = self._pos
         if pos is not None:
             keys = self._keys
@@ -176,6 +189,9 @@ class Hash:
         return lo, keys[lo:hi]
 
     # ---- container contract ----------------------------------------------
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self.d.items())
+
     def copy(self) -> Hash:
         h = Hash()
         h.d = self.d.copy()

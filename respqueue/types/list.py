@@ -22,12 +22,18 @@ from operator import indexOf
 class List:
     """A Redis list."""
 
-    __slots__ = ("_d",)
+    __slots__ = ("_d", "_p", "_jlog", "_jkey")
 
     rtype = b"list"
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
         self._d: deque[bytes] = deque(items)
+        # persistence, while attached to the journal: a parallel deque of float
+        # positions (the list_items.pos of each element) and a change log of
+        # (pos, value | None); a ``_jkey`` of None asks for a full rewrite
+        self._p: deque[float] | None = None
+        self._jlog: list[tuple[float, bytes | None]] | None = None
+        self._jkey: tuple[int, bytes] | None = None
 
     # ---- container contract --------------------------------------------
     def __len__(self) -> int:
@@ -59,16 +65,52 @@ class List:
         return 40 + nodes * (32 + 12) + data + nodes * 6
 
     # ---- ends --------------------------------------------------------------
+    def attach(self, jkey: tuple[int, bytes] | None) -> None:
+        """Start (or restart) change logging with positions 0..n-1."""
+        self._p = deque(map(float, range(len(self._d))))
+        self._jlog = []
+        self._jkey = jkey
+
+    def positioned(self) -> Iterator[tuple[float, bytes]]:
+        """``(pos, value)`` pairs while attached."""
+        assert self._p is not None
+        return zip(self._p, self._d, strict=True)
+
+    def _log_push(self, values: list[bytes], left: bool) -> None:
+        p = self._p
+        jlog = self._jlog
+        assert p is not None and jlog is not None
+        if left:
+            pos = p[0] if p else 0.0
+            for v in values:
+                pos -= 1.0
+                p.appendleft(pos)
+                jlog.append((pos, v))
+        else:
+            pos = p[-1] if p else -1.0
+            for v in values:
+                pos += 1.0
+                p.append(pos)
+                jlog.append((pos, v))
+
     def push_left(self, values: Iterable[bytes]) -> int:
         """LPUSH: each value in turn becomes the head; returns the new length."""
+        if self._jlog is not None:
+            values = list(values)
+            self._log_push(values, True)
         self._d.extendleft(values)
         return len(self._d)
 
     def push_right(self, values: Iterable[bytes]) -> int:
+        if self._jlog is not None:
+            values = list(values)
+            self._log_push(values, False)
         self._d.extend(values)
         return len(self._d)
 
     def push_one(self, value: bytes, left: bool) -> None:
+        if self._jlog is not None:
+            self._log_push([value], left)
         if left:
             self._d.appendleft(value)
         else:
@@ -76,12 +118,23 @@ class List:
 
     def pop_one(self, left: bool) -> bytes:
         """Remove and return the head (or tail); the list must not be empty."""
+        if self._jlog is not None:
+            p = self._p
+            assert p is not None
+            self._jlog.append((p.popleft() if left else p.pop(), None))
         return self._d.popleft() if left else self._d.pop()
 
     def pop_many(self, count: int, left: bool) -> list[bytes]:
         """Remove up to ``count`` elements from one end, in pop order."""
         d = self._d
         n = len(d)
+        p = self._p
+        if self._jlog is not None and p is not None:
+            k = min(count, n)
+            if left:
+                self._jlog.extend([(p.popleft(), None) for _ in range(k)])
+            else:
+                self._jlog.extend([(p.pop(), None) for _ in range(k)])
         if count >= n:
             out = list(d) if left else list(reversed(d))
             d.clear()
@@ -103,6 +156,9 @@ class List:
 
     def set(self, index: int, value: bytes) -> None:
         self._d[index] = value
+        if self._jlog is not None:
+            assert self._p is not None
+            self._jlog.append((self._p[index], value))
 
     def range(self, start: int, stop: int) -> list[bytes]:
         """Elements ``start..stop`` inclusive, ``0 <= start <= stop < len``."""
@@ -121,6 +177,17 @@ class List:
         """Keep only ``start..stop`` inclusive (``stop < start`` keeps nothing)."""
         d = self._d
         n = len(d)
+        if self._jlog is not None:
+            p = self._p
+            assert p is not None
+            if stop < start or start >= n:
+                self._jlog.extend([(x, None) for x in p])
+                p.clear()
+            else:
+                stop = min(stop, n - 1)
+                self._jlog.extend([(x, None) for x in islice(p, 0, start)])
+                self._jlog.extend([(x, None) for x in islice(p, stop + 1, n)])
+                self._p = deque(islice(p, start, stop + 1))
         if stop < start or start >= n:
             d.clear()
             return
@@ -181,12 +248,28 @@ class List:
             i = d.index(pivot)
         except ValueError:
             return -1
-        d.insert(i + 1 if after else i, value)
+        j = i + 1 if after else i
+        d.insert(j, value)
+        p = self._p
+        if self._jlog is not None and p is not None:
+            n = len(p)
+            a = p[j - 1] if j > 0 else p[0] - 2.0
+            b = p[j] if j < n else p[-1] + 2.0
+            mid = (a + b) / 2
+            if a < mid < b:
+                p.insert(j, mid)
+                self._jlog.append((mid, value))
+            else:
+                # midpoints ran out of precision: renumber (the journal rewrites the list)
+                p.insert(j, a)
+                self._jkey = None
         return len(d)
 
     def remove(self, value: bytes, count: int) -> int:
         """LREM: remove ``|count|`` matches (all with 0), from the tail when negative."""
         d = self._d
+        if self._jlog is not None:
+            return self._remove_logged(value, count)
         if count == 0:
             if value not in d:
                 return 0
@@ -231,3 +314,29 @@ class List:
             out.extend(src)
             self._d = out
         return len(found)
+
+    def _remove_logged(self, value: bytes, count: int) -> int:
+        """LREM while attached: positions follow the elements."""
+        d = self._d
+        p = self._p
+        jlog = self._jlog
+        assert p is not None and jlog is not None
+        if value not in d:
+            return 0
+        limit = abs(count) if count else len(d)
+        pairs = list(zip(p, d, strict=True))
+        if count < 0:
+            pairs.reverse()
+        keep: list[tuple[float, bytes]] = []
+        removed = 0
+        for pv in pairs:
+            if removed < limit and pv[1] == value:
+                removed += 1
+                jlog.append((pv[0], None))
+            else:
+                keep.append(pv)
+        if count < 0:
+            keep.reverse()
+        self._p = deque([x[0] for x in keep])
+        self._d = deque([x[1] for x in keep])
+        return removed

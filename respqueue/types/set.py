@@ -64,7 +64,7 @@ class Set:
     """A Redis set of bytes members."""
 
     rtype = b"set"
-    __slots__ = ("s", "intset", "big", "_keys", "_pos")
+    __slots__ = ("s", "intset", "big", "_keys", "_pos", "_jlog", "_jkey")
 
     def __init__(self) -> None:
         self.s: set[bytes] = set()
@@ -72,6 +72,9 @@ class Set:
         self.big = False
         self._keys: list[bytes] | None = None
         self._pos: dict[bytes, int] | None = None
+        # persistence: element-level change log while attached to the journal
+        self._jlog: list[tuple[bytes, bool | None]] | None = None
+        self._jkey: tuple[int, bytes] | None = None
 
     @classmethod
     def from_members(cls, ms: Iterable[bytes], force_hashtable: bool = False) -> Set:
@@ -117,6 +120,8 @@ class Set:
         if m in s:
             return False
         s.add(m)
+        if self._jlog is not None:
+            self._jlog.append((m, True))
         if self.intset and (len(s) > MAX_INTSET_ENTRIES or str2int(m) is None):
             self.intset = False
         if not self.big and (len(s) > MAX_LISTPACK_ENTRIES or len(m) > MAX_LISTPACK_VALUE):
@@ -139,6 +144,8 @@ class Set:
             return n
         s = self.s
         n0 = len(s)
+        if self._jlog is not None:
+            self._jlog.extend([(m, True) for m in ms if m not in s])
         s.update(ms)
         added = len(s) - n0
         if added:
@@ -153,6 +160,8 @@ class Set:
         if m not in s:
             return False
         s.remove(m)
+        if self._jlog is not None:
+            self._jlog.append((m, None))
         pos = self._pos
         if pos is not None:
             keys = self._keys
@@ -168,6 +177,8 @@ class Set:
         if self._pos is None and len(ms) > 1:
             s = self.s
             n0 = len(s)
+            if self._jlog is not None:
+                self._jlog.extend([(m, None) for m in ms if m in s])
             s.difference_update(ms)
             return n0 - len(s)
         n = 0

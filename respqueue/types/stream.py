@@ -141,6 +141,8 @@ class Stream:
         "max_deleted",
         "entries_added",
         "groups",
+        "_jlog",
+        "_jkey",
     )
 
     rtype = b"stream"
@@ -156,6 +158,9 @@ class Stream:
         self.max_deleted = 0
         self.entries_added = 0
         self.groups: dict[bytes, Group] | None = None  # consumer groups by name
+        # persistence: entry-level change log (id, fields | None) while attached
+        self._jlog: list[tuple[int, list[bytes] | None]] | None = None
+        self._jkey: tuple[int, bytes] | None = None
 
     # ---- container contract --------------------------------------------
     def __len__(self) -> int:
@@ -302,6 +307,8 @@ class Stream:
         node.last = id_
         self._ids.append(id_)
         self._vals.append(fv)
+        if self._jlog is not None:
+            self._jlog.append((id_, fv))
         self.last_id = id_
         self.entries_added += 1
 
@@ -312,6 +319,8 @@ class Stream:
         i = bisect_left(ids, id_, self._head)
         if i >= len(ids) or ids[i] != id_ or vals[i] is None:
             return False
+        if self._jlog is not None:
+            self._jlog.append((id_, None))
         j = bisect_right(self._nkeys, id_) - 1
         node = self._nodes[j]
         if node.count == 1:
@@ -384,6 +393,11 @@ class Stream:
             break
         self._maybe_compact()
         return deleted
+
+    def live_entries(self) -> list[tuple[int, list[bytes]]]:
+        """Every live ``(id, [f, v, ...])`` in order."""
+        h = self._head
+        return [(i, v) for i, v in zip(self._ids[h:], self._vals[h:], strict=True) if v is not None]
 
     def set_last_id(self, id_: int) -> None:
         self.last_id = id_
@@ -523,9 +537,12 @@ class Stream:
         """Remove the first ``k`` live entries (and the tombstones among them)."""
         vals = self._vals
         i = self._head
+        jlog = self._jlog
         while k:
             if vals[i] is not None:
                 k -= 1
+                if jlog is not None:
+                    jlog.append((self._ids[i], None))
             else:
                 self._holes -= 1
             vals[i] = None

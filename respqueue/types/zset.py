@@ -152,12 +152,15 @@ class ZSet:
     """A Redis sorted set."""
 
     rtype = b"zset"
-    __slots__ = ("_scores", "_sl", "_skiplist")
+    __slots__ = ("_scores", "_sl", "_skiplist", "_jlog", "_jkey")
 
     def __init__(self) -> None:
         self._scores: dict[bytes, float] = {}
         self._sl: SortedList = SortedList()
         self._skiplist = False  # what Redis 7.0 would have converted to (sticky)
+        # persistence: element-level change log while attached to the journal
+        self._jlog: list[tuple[bytes, float | None]] | None = None
+        self._jkey: tuple[int, bytes] | None = None
 
     @classmethod
     def from_sorted(cls, entries: list[Entry]) -> ZSet:
@@ -218,6 +221,8 @@ class ZSet:
                     score = 0.0  # listpacks store -0.0 as the integer 0
             scores[member] = score
             self._sl.add((score, member))
+            if self._jlog is not None:
+                self._jlog.append((member, score))
             return None
         if old != score:
             if score == 0.0 and not self._skiplist:
@@ -226,6 +231,8 @@ class ZSet:
             sl.remove((old, member))
             sl.add((score, member))
             scores[member] = score
+            if self._jlog is not None:
+                self._jlog.append((member, score))
         return old
 
     def remove(self, member: bytes) -> bool:
@@ -233,6 +240,8 @@ class ZSet:
         if s is None:
             return False
         self._sl.remove((s, member))
+        if self._jlog is not None:
+            self._jlog.append((member, None))
         return True
 
     def rank(self, member: bytes) -> int | None:
@@ -330,12 +339,17 @@ class ZSet:
             return 0
         sl = self._sl
         scores = self._scores
+        jlog = self._jlog
         if hi - lo == 1:
             _, m = sl.pop(lo)
             del scores[m]
+            if jlog is not None:
+                jlog.append((m, None))
             return 1
         for _, m in sl.islice(lo, hi):
             del scores[m]
+            if jlog is not None:
+                jlog.append((m, None))
         del sl[lo:hi]
         return hi - lo
 
@@ -347,6 +361,8 @@ class ZSet:
             out = list(reversed(sl)) if highest else list(sl)
             self._sl = SortedList()
             self._scores = {}
+            if self._jlog is not None:
+                self._jlog.extend([(m, None) for _, m in out])
             return out
         scores = self._scores
         if count <= 8:
@@ -356,6 +372,8 @@ class ZSet:
                 e = sl.pop(idx)
                 del scores[e[1]]
                 out.append(e)
+            if self._jlog is not None:
+                self._jlog.extend([(m, None) for _, m in out])
             return out
         if highest:
             out = list(sl.islice(n - count, n, reverse=True))
@@ -365,6 +383,8 @@ class ZSet:
             del sl[:count]
         for _, m in out:
             del scores[m]
+        if self._jlog is not None:
+            self._jlog.extend([(m, None) for _, m in out])
         return out
 
     def random_entries(self, count: int) -> list[Entry]:

@@ -1,0 +1,184 @@
+"""BullMQ benchmark: respqueue vs redis-server in the same run, driven by the same Node client.
+
+    python -m interop.bench.bullmq [--quick] [--jobs N] [--rounds R] [--only add,process]
+
+Workloads (interop/bench/bullmq_bench.js):
+    add       Queue.add with 50 calls in flight
+    addbulk   Queue.addBulk in batches of 1,000
+    process   a Worker at concurrency 50 working through a pre-filled queue
+    latency   pickup latency (add() called -> processor starts), p50/p99, under a steady stream
+
+Each workload runs against Redis and respqueue alternately (redis, respqueue, redis, ...) so
+machine noise hits both. The server's CPU seconds (user+system, from /proc) are read at the
+start and the end of the timed part only. Both servers are flushed before every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from .common import Proc, machine, start_redis, start_respqueue
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DRIVER = os.path.join(HERE, "bullmq_bench.js")
+WORKLOADS = ["add", "addbulk", "process", "latency"]
+
+
+@dataclass
+class Totals:
+    jobs: int = 0
+    seconds: float = 0.0
+    cpu: float = 0.0
+    samples: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_per_1000(self) -> float:
+        return self.cpu / self.jobs * 1000 if self.jobs else 0.0
+
+
+def flushall(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
+        buf = b""
+        while not buf.endswith(b"\r\n"):
+            chunk = s.recv(64)
+            if not chunk:
+                break
+            buf += chunk
+
+
+def run_driver(srv: Proc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float]:
+    """Run the Node driver once against ``srv``; return its result and the server CPU seconds
+    spent between its MARK start and MARK end."""
+    flushall(srv.port)
+    p = subprocess.Popen(["node", DRIVER, str(srv.port), workload, *params, "--sync"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    killer = threading.Timer(timeout, p.kill)
+    killer.start()
+    cpu0 = cpu1 = 0.0
+    result: dict = {"error": "driver printed no RESULT"}
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        for line in p.stdout:
+            if line.startswith("MARK start"):
+                cpu0 = srv.cpu_seconds()
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            elif line.startswith("MARK end"):
+                cpu1 = srv.cpu_seconds()
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            elif line.startswith("RESULT "):
+                result = json.loads(line[7:])
+        p.wait()
+    finally:
+        killer.cancel()
+    if p.returncode and "error" not in result:
+        result["error"] = f"driver exited with {p.returncode}"
+    return result, cpu1 - cpu0
+
+
+def percentile(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    k = min(len(s) - 1, max(0, -(-len(s) * p // 100) - 1))
+    return s[int(k)]
+
+
+def params_for(workload: str, jobs: int, quick: bool, rate: int) -> list[str]:
+    if workload == "latency":
+        return ["--jobs", str(300 if quick else 2000), "--rate", str(rate), "--concurrency", "50"]
+    if workload == "add":
+        return ["--jobs", str(jobs), "--inflight", "50"]
+    if workload == "addbulk":
+        return ["--jobs", str(jobs * 2), "--batch", "1000"]
+    return ["--jobs", str(jobs), "--concurrency", "50"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=20_000, help="jobs per run for add/process (addbulk: 2x)")
+    ap.add_argument("--quick", action="store_true", help="short run (2,000 jobs, 1 round)")
+    ap.add_argument("--rounds", type=int, default=2, help="runs per server per workload (alternating)")
+    ap.add_argument("--rate", type=int, default=200, help="jobs/s of the steady stream for the latency workload")
+    ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
+    ap.add_argument("--json", default="", help="also write the raw results to this file")
+    a = ap.parse_args(argv)
+    if shutil.which("node") is None or not os.path.isdir(os.path.join(HERE, "..", "node_modules", "bullmq")):
+        print("needs node and `npm ci` in interop/", file=sys.stderr)
+        return 2
+    jobs = 2_000 if a.quick and a.jobs == 20_000 else a.jobs
+    rounds = 1 if a.quick else a.rounds
+    workloads = [w for w in a.only.split(",") if w] or WORKLOADS
+    rd: Proc = start_redis()
+    rq: Proc = start_respqueue()
+    results: dict[str, dict[str, Totals]] = {}
+    raw: list[dict] = []
+    try:
+        for w in workloads:
+            tot = results[w] = {"respqueue": Totals(), "redis": Totals()}
+            params = params_for(w, jobs, a.quick, a.rate)
+            for r in range(rounds):
+                for srv in (rd, rq):
+                    res, cpu = run_driver(srv, w, params)
+                    t = tot[srv.name]
+                    if "error" in res or not res.get("ok", False):
+                        t.errors.append(str(res.get("error") or {k: v for k, v in res.items() if k != "samples"}))
+                        print(f"{w:8} {srv.name:9} round {r + 1}: FAILED {t.errors[-1][:300]}", flush=True)
+                        continue
+                    t.jobs += res["jobs"]
+                    t.seconds += res["ms"] / 1000
+                    t.cpu += cpu
+                    t.samples += res.get("samples", [])
+                    res.pop("samples", None)
+                    raw.append({"server": srv.name, "round": r + 1, "cpu": cpu, **res})
+                    extra = f"  p50 {res['p50']:.2f} ms  p99 {res['p99']:.2f} ms" if w == "latency" else ""
+                    print(f"{w:8} {srv.name:9} round {r + 1}: {res['jobs_per_s']:>9,.0f} jobs/s  "
+                          f"cpu {cpu:6.2f} s{extra}", flush=True)
+    finally:
+        rq.stop()
+        rd.stop()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(raw, f, indent=1)
+    print()
+    print(f"machine: {machine()}; Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}, "
+          f"bullmq 6.7.0 + ioredis; {rounds} round(s) per server, alternating")
+    print("| workload | jobs/run | respqueue jobs/s | redis jobs/s | respqueue/redis | respqueue CPU s/1000 jobs | redis CPU s/1000 jobs |")
+    print("|---|---|---|---|---|---|---|")
+    for w, tot in results.items():
+        x, y = tot["respqueue"], tot["redis"]
+        n = params_for(w, jobs, a.quick, a.rate)[1]
+        ratio = f"{x.rate / y.rate:.2f}" if x.rate and y.rate else "n/a"
+        print(f"| {w} | {int(n):,} | {x.rate:,.0f} | {y.rate:,.0f} | {ratio} | {x.cpu_per_1000:.3f} | {y.cpu_per_1000:.3f} |")
+    if "latency" in results:
+        x, y = results["latency"]["respqueue"], results["latency"]["redis"]
+        print()
+        print(f"pickup latency at {a.rate} jobs/s, Worker concurrency 50 (add() called -> processor starts):")
+        print("| server | p50 ms | p90 ms | p99 ms | max ms |")
+        print("|---|---|---|---|---|")
+        for name, t in (("respqueue", x), ("redis", y)):
+            print(f"| {name} | {percentile(t.samples, 50):.2f} | {percentile(t.samples, 90):.2f} | "
+                  f"{percentile(t.samples, 99):.2f} | {max(t.samples, default=float('nan')):.2f} |")
+    failed = [(w, s, e) for w, tot in results.items() for s, t in tot.items() for e in t.errors]
+    for w, s, e in failed:
+        print(f"FAILED {w} on {s}: {e[:500]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Durability on SQLite: the store (schema, writer thread), the journal (change
+capture, group commit) and the loader. See docs/STORAGE.md."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from .journal import Journal
+from .loader import load
+from .store import Store, StoreError, StoreLocked, check, repair
+
+log = logging.getLogger("respqueue")
+
+MODES = ("durable", "buffered", "memory")
+
+__all__ = ["Journal", "Store", "StoreError", "StoreLocked", "check", "repair", "open_persistence", "load"]
+
+
+def open_persistence(server: Any) -> Journal | None:
+    """Open the store in ``config.dir``, load it into ``server.dbs`` and return the journal
+    (None in memory mode). Raises StoreError when the store cannot be used."""
+    cfg = server.config
+    mode = (cfg.durability or "durable").lower()
+    if mode not in MODES:
+        raise StoreError(f"unknown durability mode '{mode}' (use durable, buffered or memory)")
+    if mode == "memory":
+        return None
+    store = Store(cfg.dir, "FULL" if mode == "durable" else "NORMAL")
+    store.open()
+    journal = Journal(server, store, mode, cfg.buffer_ms, cfg.buffer_writes)
+    t0 = time.perf_counter()
+    try:
+        assert store.conn is not None
+        loaded, nexp, expired = load(store.conn, server.dbs, journal.stored)
+    except Exception as e:
+        store.close()
+        from .store import remedy
+
+        raise StoreError(f"cannot load the store {store.path}: {e}; {remedy(store.path)}") from None
+    for k in expired:
+        journal.dirty[k] = None
+    log.info(
+        "loaded %d keys in %.3f s from %s (%d expired keys dropped; durability %s)",
+        loaded, time.perf_counter() - t0, store.path, nexp, mode,
+    )
+    server.loaded_keys = loaded
+    server.loaded_expired = nexp
+    return journal

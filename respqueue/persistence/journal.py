@@ -1,0 +1,368 @@
+"""Change capture, batches and group commit.
+
+:meth:`Journal.key_changed` is called by ``Database.modified`` for every
+change; it only notes the key. A batch closes between top-level commands
+(``loop.call_soon``), so it always holds whole commands, EXECs and scripts.
+Closing turns the noted keys into row operations (see :meth:`_materialize`)
+and hands them to the store's writer thread; while the writer is busy the
+next batch keeps accumulating (group commit). In durable mode a connection
+whose command wrote holds its output until the batch that holds the write
+has committed (see ``ClientConnection.journal_hold``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+
+from ..resp import RedisError
+from .store import ALL_TABLES, ELEMENT_TABLES, Store
+
+if TYPE_CHECKING:
+    from ..keyspace import Database
+    from ..server import Server
+
+log = logging.getLogger("respqueue")
+
+MASK64 = (1 << 64) - 1
+
+_KEY_UPSERT = "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value) VALUES(?,?,?,?,?,?)"
+_KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
+_ELEM_DEL_ALL = {rt: f"DELETE FROM {t} WHERE db=? AND key=?" for rt, t in ELEMENT_TABLES.items()}  # noqa: S608
+_UPSERT = {
+    b"hash": "INSERT OR REPLACE INTO hash_fields(db, key, field, value) VALUES(?,?,?,?)",
+    b"set": "INSERT OR IGNORE INTO set_members(db, key, member) VALUES(?,?,?)",
+    b"zset": "INSERT OR REPLACE INTO zset_members(db, key, member, score) VALUES(?,?,?,?)",
+    b"list": "INSERT OR REPLACE INTO list_items(db, key, pos, value) VALUES(?,?,?,?)",
+    b"stream": "INSERT OR REPLACE INTO stream_entries(db, key, ms, seq, fields) VALUES(?,?,?,?,?)",
+}
+_DELETE = {
+    b"hash": "DELETE FROM hash_fields WHERE db=? AND key=? AND field=?",
+    b"set": "DELETE FROM set_members WHERE db=? AND key=? AND member=?",
+    b"zset": "DELETE FROM zset_members WHERE db=? AND key=? AND member=?",
+    b"list": "DELETE FROM list_items WHERE db=? AND key=? AND pos=?",
+    b"stream": "DELETE FROM stream_entries WHERE db=? AND key=? AND ms=? AND seq=?",
+}
+_TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
+
+MISCONF = (
+    "MISCONF Errors writing to the SQLite store at {path}: {err}. "
+    "Commands that may modify the data set are disabled until the store is writable again."
+)
+
+
+def stream_meta(s: Any) -> bytes:
+    """The per-stream metadata blob: counters, consumer groups, consumers, PELs."""
+    groups = []
+    if s.groups:
+        for name, g in s.groups.items():
+            consumers = [[c.name, c.seen_time] for c in g.consumers.values()]
+            pel = [
+                [i >> 64, i & MASK64, n.consumer.name if n.consumer is not None else None, n.delivery_time, n.delivery_count]
+                for i, n in g.pel.items()
+            ]
+            groups.append([name, g.last_id >> 64, g.last_id & MASK64, g.entries_read, consumers, pel])
+    return msgpack.packb(
+        [s.last_id >> 64, s.last_id & MASK64, s.max_deleted >> 64, s.max_deleted & MASK64, s.entries_added, groups],
+        use_bin_type=True,
+    )
+
+
+class Journal:
+    """The persistence hooks of a server (``server.journal``)."""
+
+    def __init__(self, server: Server, store: Store, mode: str, buffer_ms: int = 10, buffer_writes: int = 1000) -> None:
+        self.server = server
+        self.store = store
+        self.mode = mode
+        self.durable = mode == "durable"
+        self.buffer_ms = buffer_ms
+        self.buffer_writes = buffer_writes
+        self.loop: asyncio.AbstractEventLoop | None = None
+        # (db, key) changed since the last hand-over
+        self.dirty: dict[tuple[int, bytes], None] = {}
+        self.pending: list[tuple[str, Any, bool]] = []  # row ops already materialised (flush, swap)
+        self.changes = 0  # changes noted in the open batch
+        # (db, key) -> type of the container rows the store holds for it
+        self.stored: dict[tuple[int, bytes], bytes] = {}
+        self.open_id = 1
+        self.committed_id = 0
+        self.busy = False
+        self.scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
+        self.inflight: tuple[int, list[tuple[str, Any, bool]], int] | None = None
+        self.failed_ops: list[tuple[str, Any, bool]] | None = None
+        self.waiters: set[Any] = set()
+        self.last_commit_time = time.time()
+        self.commits = 0
+        self.commit_errors = 0
+        self.last_error: str | None = None
+        self.last_commit_ms = 0.0
+        self._idle: list[asyncio.Future[None]] = []
+
+    def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.store.start_writer(self._done_threadsafe)
+
+    # ---- hooks called by the keyspace -------------------------------------
+    def key_changed(self, db: Database, key: bytes) -> None:
+        self.dirty[(db.index, key)] = None
+        self.changes += 1
+        if not self.scheduled:
+            self._schedule()
+        elif self.changes >= self.buffer_writes and not self.durable:
+            self._schedule(now=True)
+
+    def db_flushed(self, db: Database) -> None:
+        self._materialize(self.pending)
+        i = db.index
+        for t in ALL_TABLES:
+            self.pending.append((f"DELETE FROM {t} WHERE db=?", (i,), False))  # noqa: S608
+        self.stored = {k: v for k, v in self.stored.items() if k[0] != i}
+        self.changes += 1
+        if not self.scheduled:
+            self._schedule()
+
+    def dbs_swapped(self, a: Database, b: Database) -> None:
+        self._materialize(self.pending)
+        ia, ib = a.index, b.index
+        for t in ALL_TABLES:
+            self.pending.append((f"UPDATE {t} SET db=-1 WHERE db=?", (ia,), False))  # noqa: S608
+            self.pending.append((f"UPDATE {t} SET db=? WHERE db=?", (ia, ib), False))  # noqa: S608
+            self.pending.append((f"UPDATE {t} SET db=? WHERE db=-1", (ib,), False))  # noqa: S608
+        swap = {ia: ib, ib: ia}
+        self.stored = {(swap.get(k[0], k[0]), k[1]): v for k, v in self.stored.items()}
+        # the containers moved with their data: re-key the attached ones
+        for d in (a, b):
+            for key, v in d.data.items():
+                if type(v) is not bytes and v._jkey is not None:
+                    old = v._jkey
+                    if old[0] in swap and old[1] == key:
+                        v._jkey = (d.index, key)
+        self.changes += 1
+        if not self.scheduled:
+            self._schedule()
+
+    # ---- batches -------------------------------------------------------------
+    def _schedule(self, now: bool = False) -> None:
+        loop = self.loop
+        if loop is None:
+            return
+        self.scheduled = True
+        if self.durable or now:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            loop.call_soon(self._close)
+        elif self._timer is None:
+            self._timer = loop.call_later(self.buffer_ms / 1000.0, self._close)
+
+    def hold(self, conn: Any) -> None:
+        """``conn`` wrote in the open batch: it waits for that batch's commit."""
+        conn.hold_until = self.open_id
+        self.waiters.add(conn)
+        if not self.scheduled:
+            self._schedule()
+
+    def _close(self) -> None:
+        """Hand the open batch to the writer (unless it is busy: group commit)."""
+        self.scheduled = False
+        self._timer = None
+        if self.busy or self.failed_ops is not None:
+            return
+        if not self.dirty and not self.pending and not self.waiters:
+            self._notify_idle()
+            return
+        ops = self.pending
+        self.pending = []
+        self._materialize(ops)
+        self._submit(ops)
+
+    def _submit(self, ops: list[tuple[str, Any, bool]]) -> None:
+        bid = self.open_id
+        self.open_id += 1
+        self.busy = True
+        self.inflight = (bid, ops, self.changes)
+        self.changes = 0
+        self.store.submit(bid, ops)
+
+    def _done_threadsafe(self, bid: int, err: BaseException | None, ms: float) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._done, bid, err, ms)
+
+    def _done(self, bid: int, err: BaseException | None, ms: float) -> None:
+        self.busy = False
+        inflight = self.inflight
+        self.inflight = None
+        self.last_commit_ms = ms
+        server = self.server
+        if err is not None:
+            self.commit_errors += 1
+            msg = f"{type(err).__name__}: {err}" if not str(err) else str(err)
+            self.last_error = msg
+            if server.write_refused is None:
+                log.error("cannot write to the store %s: %s; refusing writes until it recovers", self.store.path, msg)
+            server.write_refused = RedisError(MISCONF.format(path=self.store.path, err=msg))
+            self.failed_ops = inflight[1] if inflight else []
+            if inflight is not None:
+                self.changes += inflight[2]
+            self._release(bid, server.write_refused)
+            assert self.loop is not None
+            self.loop.call_later(1.0, self._retry)
+            return
+        self.commits += 1
+        self.committed_id = bid
+        self.last_commit_time = time.time()
+        server.lastsave = int(self.last_commit_time)
+        if inflight is not None:
+            server.dirty = max(0, server.dirty - inflight[2])
+        if server.write_refused is not None:
+            log.warning("the store %s is writable again; accepting writes", self.store.path)
+            server.write_refused = None
+            self.last_error = None
+        if self.waiters:
+            self._release(bid, None)
+        if self.dirty or self.pending or self.waiters:
+            self._close()
+        else:
+            self._notify_idle()
+
+    def _retry(self) -> None:
+        ops = self.failed_ops
+        if ops is None or self.busy:
+            return
+        self.failed_ops = None
+        ops = ops + self.pending
+        self.pending = []
+        self._materialize(ops)
+        self._submit(ops)
+
+    def _release(self, bid: int, error: RedisError | None) -> None:
+        errb = None if error is None else b"-" + error.msg + b"\r\n"
+        for c in [c for c in self.waiters if c.hold_until <= bid]:
+            self.waiters.discard(c)
+            c.release_held(errb)
+
+    def _notify_idle(self) -> None:
+        while self._idle:
+            f = self._idle.pop()
+            if not f.done():
+                f.set_result(None)
+
+    async def flush(self) -> None:
+        """Commit everything changed so far and wait for it (SAVE)."""
+        assert self.loop is not None
+        while self.dirty or self.pending or self.busy or self.scheduled:
+            if self.failed_ops is not None:
+                raise RedisError(self.server.write_refused.msg if self.server.write_refused else b"ERR store failed")
+            f = self.loop.create_future()
+            self._idle.append(f)
+            if not self.busy and not self.scheduled:
+                self._schedule(now=True)
+            await f
+
+    def flush_soon(self) -> None:
+        """BGSAVE: close the open batch now."""
+        if not self.scheduled:
+            self._schedule(now=True)
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self.flush(), 30)
+        except (TimeoutError, RedisError) as e:
+            log.error("could not commit the last changes to %s: %s", self.store.path, e)
+        self.store.close()
+
+    # ---- rows ---------------------------------------------------------------
+    def _materialize(self, ops: list[tuple[str, Any, bool]]) -> None:
+        """Turn the dirty keys into row operations appended to ``ops``."""
+        if not self.dirty:
+            return
+        dirty = self.dirty
+        self.dirty = {}
+        dbs = self.server.dbs
+        stored = self.stored
+        ver = self.open_id
+        append = ops.append
+        for k in dirty:
+            dbi, key = k
+            db = dbs[dbi]
+            v = db.data.get(key)
+            if v is None:
+                old = stored.pop(k, None)
+                if old is not None:
+                    append((_ELEM_DEL_ALL[old], k, False))
+                append((_KEY_DEL, k, False))
+                continue
+            exp = db.expires.get(key) if db.expires else None
+            if type(v) is bytes:
+                old = stored.pop(k, None)
+                if old is not None:
+                    append((_ELEM_DEL_ALL[old], k, False))
+                append((_KEY_UPSERT, (dbi, key, "string", exp, ver, v), False))
+                continue
+            rt = v.rtype
+            old = stored.get(k)
+            if v._jkey != k or old != rt or v._jlog is None:
+                if old is not None:
+                    append((_ELEM_DEL_ALL[old], k, False))
+                self._full(ops, dbi, key, v, rt)
+                stored[k] = rt
+                v._jkey = k
+            else:
+                jlog = v._jlog
+                if jlog:
+                    v._jlog = []
+                    self._ops(ops, dbi, key, rt, dict(jlog))
+            meta = stream_meta(v) if rt == b"stream" else None
+            append((_KEY_UPSERT, (dbi, key, _TYPE_NAME[rt], exp, ver, meta), False))
+
+    def _full(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any, rt: bytes) -> None:
+        if rt == b"hash":
+            rows: list[Any] = [(dbi, key, f, x) for f, x in v.items()]
+            v._jlog = []
+        elif rt == b"set":
+            rows = [(dbi, key, m) for m in v.view()]
+            v._jlog = []
+        elif rt == b"zset":
+            rows = [(dbi, key, m, s) for s, m in v.items()]
+            v._jlog = []
+        elif rt == b"list":
+            v.attach((dbi, key))
+            rows = [(dbi, key, p, x) for p, x in v.positioned()]
+        else:
+            rows = [(dbi, key, i >> 64, i & MASK64, msgpack.packb(fv, use_bin_type=True)) for i, fv in v.live_entries()]
+            v._jlog = []
+        if rows:
+            ops.append((_UPSERT[rt], rows, True))
+
+    def _ops(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, rt: bytes, changes: dict[Any, Any]) -> None:
+        ups: list[Any] = []
+        dels: list[Any] = []
+        if rt == b"hash" or rt == b"list" or rt == b"zset":
+            for e, x in changes.items():
+                if x is None:
+                    dels.append((dbi, key, e))
+                else:
+                    ups.append((dbi, key, e, x))
+        elif rt == b"set":
+            for e, x in changes.items():
+                if x is None:
+                    dels.append((dbi, key, e))
+                else:
+                    ups.append((dbi, key, e))
+        else:
+            for e, x in changes.items():
+                if x is None:
+                    dels.append((dbi, key, e >> 64, e & MASK64))
+                else:
+                    ups.append((dbi, key, e >> 64, e & MASK64, msgpack.packb(x, use_bin_type=True)))
+        if dels:
+            ops.append((_DELETE[rt], dels, True))
+        if ups:
+            ops.append((_UPSERT[rt], ups, True))

@@ -1,0 +1,121 @@
+"""Start-up: load the store into the Database objects, attached to the journal."""
+
+from __future__ import annotations
+
+import heapq
+import sqlite3
+from collections import deque
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+import msgpack
+
+from ..keyspace import mstime
+from ..types.hash import Hash
+from ..types.list import List
+from ..types.set import Set
+from ..types.stream import Consumer, Group, Nack, Stream
+from ..types.zset import ZSet
+
+_KEY = itemgetter(0, 1)
+
+
+def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
+    """Load every key into ``dbs``; returns (keys loaded, keys expired, expired (db, key) pairs).
+
+    Containers come back attached (``_jkey`` set, empty ``_jlog``) and
+    ``stored`` is filled with the container keys the store holds.
+    """
+    now = mstime()
+    ndb = len(dbs)
+    metas: dict[tuple[int, bytes], tuple[str, Any]] = {}
+    expired: list[tuple[int, bytes]] = []
+    loaded = 0
+    for dbi, key, typ, exp, value in conn.execute("SELECT db, key, type, expire_ms, value FROM keys"):
+        if dbi >= ndb or dbi < 0:
+            continue
+        if exp is not None and exp <= now:
+            expired.append((dbi, key))
+            if typ != "string":
+                stored[(dbi, key)] = typ.encode()
+            continue
+        db = dbs[dbi]
+        if exp is not None:
+            db.expires[key] = exp
+            db.expire_heap.append((exp, key))
+        if typ == "string":
+            db.data[key] = bytes(value)
+            loaded += 1
+        else:
+            metas[(dbi, key)] = (typ, value)
+    for db in dbs:
+        if db.expire_heap:
+            heapq.heapify(db.expire_heap)
+
+    def put(k: tuple[int, bytes], v: Any, rt: bytes) -> None:
+        nonlocal loaded
+        if k not in metas or metas.pop(k)[0] != rt.decode():
+            return
+        v._jkey = k
+        if v._jlog is None:
+            v._jlog = []
+        dbs[k[0]].data[k[1]] = v
+        stored[k] = rt
+        loaded += 1
+
+    for k, rows in groupby(conn.execute("SELECT db, key, field, value FROM hash_fields"), _KEY):
+        if k in metas:
+            h = Hash((r[2], r[3]) for r in rows)
+            put(k, h, b"hash")
+    for k, rows in groupby(conn.execute("SELECT db, key, member FROM set_members"), _KEY):
+        if k in metas:
+            put(k, Set.from_members({r[2] for r in rows}), b"set")
+    for k, rows in groupby(conn.execute("SELECT db, key, member, score FROM zset_members"), _KEY):
+        if k in metas:
+            entries = sorted((float(r[3]), r[2]) for r in rows)
+            put(k, ZSet.from_sorted(entries), b"zset")
+    for k, rows in groupby(conn.execute("SELECT db, key, pos, value FROM list_items"), _KEY):
+        if k in metas:
+            pairs = [(float(r[2]), r[3]) for r in rows]
+            lst = List(p[1] for p in pairs)
+            lst.attach(k)
+            lst._p = deque(p[0] for p in pairs)
+            put(k, lst, b"list")
+    for k, rows in groupby(conn.execute("SELECT db, key, ms, seq, fields FROM stream_entries"), _KEY):
+        if k in metas and metas[k][0] == "stream":
+            s = Stream()
+            for r in rows:
+                s.append((r[2] << 64) | r[3], msgpack.unpackb(r[4], raw=True, use_list=True))
+            _apply_stream_meta(s, metas[k][1])
+            put(k, s, b"stream")
+    # streams without entries (emptied by XDEL/XTRIM, or created by XGROUP MKSTREAM)
+    for k, (typ, value) in list(metas.items()):
+        if typ == "stream":
+            s = Stream()
+            _apply_stream_meta(s, value)
+            put(k, s, b"stream")
+    return loaded, len(expired), expired
+
+
+def _apply_stream_meta(s: Stream, blob: bytes | None) -> None:
+    if not blob:
+        return
+    m = msgpack.unpackb(blob, raw=True, use_list=True)
+    s.last_id = (m[0] << 64) | m[1]
+    s.max_deleted = (m[2] << 64) | m[3]
+    s.entries_added = m[4]
+    if m[5]:
+        s.groups = {}
+        for name, lms, lseq, entries_read, consumers, pel in m[5]:
+            g = Group((lms << 64) | lseq, entries_read)
+            for cname, seen in consumers:
+                g.consumers[cname] = Consumer(cname, seen)
+            for ms, seq, cname, dtime, dcount in pel:
+                owner = g.consumers.get(cname) if cname is not None else None
+                n = Nack(owner, dtime, dcount)
+                i = (ms << 64) | seq
+                g.pel[i] = n
+                if owner is not None:
+                    owner.pel[i] = n
+            s.groups[name] = g

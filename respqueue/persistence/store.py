@@ -1,0 +1,297 @@
+"""The SQLite store: schema, migrations, open/check/repair, and the writer thread.
+
+One file, ``<dir>/respqueue.db``, in WAL mode. Every table is ``WITHOUT ROWID``
+and keyed by ``(db, key, ...)`` with BLOB keys, so a change to one element of
+a container is one row. See docs/STORAGE.md for the tables.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+SCHEMA_VERSION = 1
+DB_FILE = "respqueue.db"
+LOCK_FILE = "respqueue.lock"
+
+# table name -> (element columns, value columns)
+ELEMENT_TABLES: dict[bytes, str] = {
+    b"hash": "hash_fields",
+    b"set": "set_members",
+    b"zset": "zset_members",
+    b"list": "list_items",
+    b"stream": "stream_entries",
+}
+
+_SCHEMA_V1 = [
+    "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS keys(db INTEGER NOT NULL, key BLOB NOT NULL, type TEXT NOT NULL,"
+    " expire_ms INTEGER, version INTEGER NOT NULL, value BLOB, PRIMARY KEY(db, key)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS hash_fields(db INTEGER NOT NULL, key BLOB NOT NULL, field BLOB NOT NULL,"
+    " value BLOB NOT NULL, PRIMARY KEY(db, key, field)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS set_members(db INTEGER NOT NULL, key BLOB NOT NULL, member BLOB NOT NULL,"
+    " PRIMARY KEY(db, key, member)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS zset_members(db INTEGER NOT NULL, key BLOB NOT NULL, member BLOB NOT NULL,"
+    " score REAL NOT NULL, PRIMARY KEY(db, key, member)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS list_items(db INTEGER NOT NULL, key BLOB NOT NULL, pos REAL NOT NULL,"
+    " value BLOB NOT NULL, PRIMARY KEY(db, key, pos)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS stream_entries(db INTEGER NOT NULL, key BLOB NOT NULL, ms INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, fields BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
+]
+
+# version -> statements that bring a store from version-1 to version
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1}
+
+ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_entries")
+
+
+class StoreError(Exception):
+    """The store cannot be opened or used; the message names the file and the remedy."""
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+def remedy(path: str) -> str:
+    d = os.path.dirname(path) or "."
+    return f"run `respqueue check --dir {d}` to diagnose and `respqueue repair --dir {d}` to recover what can be read"
+
+
+class Store:
+    """An open store: a connection for reads at start-up and a writer thread."""
+
+    def __init__(self, directory: str, synchronous: str = "FULL") -> None:
+        self.dir = directory
+        self.path = os.path.join(directory, DB_FILE)
+        self.synchronous = synchronous
+        self.conn: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.last_commit_ms = 0.0
+
+    # ---- open / close ----------------------------------------------------
+    def lock(self) -> None:
+        """Take ``<dir>/respqueue.lock`` (flock); a second server on the dir fails here."""
+        os.makedirs(self.dir, exist_ok=True)
+        lp = os.path.join(self.dir, LOCK_FILE)
+        fd = os.open(lp, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreLocked(
+                f"{lp} is locked: another respqueue server is using the data directory {self.dir}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, b"%d\n" % os.getpid())
+        self._lock_fd = fd
+
+    def open(self) -> None:
+        """Open (creating or migrating) the database; StoreError if it is unreadable."""
+        self.lock()
+        try:
+            self.conn = open_connection(self.path, self.synchronous)
+            migrate(self.conn, self.path)
+        except sqlite3.DatabaseError as e:
+            self.unlock()
+            raise StoreError(f"cannot open the store {self.path}: {e}; {remedy(self.path)}") from None
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+            except OSError:
+                pass
+            self._lock_fd = None
+
+    def start_writer(self, done: Callable[[int, BaseException | None, float], None]) -> None:
+        """Start the writer thread; ``done(batch_id, error, ms)`` is called from it after each batch."""
+        self._done = done
+        self._thread = threading.Thread(target=self._run, name="respqueue-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, batch_id: int, ops: list[tuple[str, Any, bool]]) -> None:
+        """Queue a batch: ``(sql, params, many)`` statements run in one transaction."""
+        self._q.put((batch_id, ops))
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._q.put(None)
+            self._thread.join(30)
+            self._thread = None
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
+            self.conn = None
+        self.unlock()
+
+    # ---- the writer thread -----------------------------------------------
+    def _run(self) -> None:
+        conn = self.conn
+        assert conn is not None
+        while True:
+            job = self._q.get()
+            if job is None:
+                return
+            batch_id, ops = job
+            t0 = time.perf_counter()
+            err: BaseException | None = None
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                ex = conn.execute
+                exm = conn.executemany
+                for sql, params, many in ops:
+                    if many:
+                        exm(sql, params)
+                    else:
+                        ex(sql, params)
+                conn.execute("COMMIT")
+            except BaseException as e:  # noqa: BLE001 - reported to the loop
+                err = e
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            ms = (time.perf_counter() - t0) * 1000
+            self.last_commit_ms = ms
+            self._done(batch_id, err, ms)
+
+    # ---- backups (for the backup tooling) ----------------------------------
+    def backup(self, dest_path: str) -> None:
+        """A consistent online copy of the store into ``dest_path`` (sqlite3 backup API)."""
+        src = sqlite3.connect(self.path)
+        try:
+            dst = sqlite3.connect(dest_path)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+        finally:
+            src.close()
+
+
+def open_connection(path: str, synchronous: str = "FULL") -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0.5)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    t = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+    if t is None:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> None:
+    v = schema_version(conn)
+    if v > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {v}, newer than this respqueue supports ({SCHEMA_VERSION}); upgrade respqueue"
+        )
+    if v == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for target in range(v + 1, SCHEMA_VERSION + 1):
+            for stmt in MIGRATIONS[target]:
+                conn.execute(stmt)
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(name, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def check(directory: str) -> tuple[bool, str]:
+    """``respqueue check``: integrity check and schema version; (ok, message)."""
+    path = os.path.join(directory, DB_FILE)
+    if not os.path.exists(path):
+        return False, f"{path}: no store here"
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            res = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+            v = schema_version(conn)
+            nkeys = conn.execute("SELECT count(*) FROM keys").fetchone()[0] if v else 0
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        return False, f"{path}: unreadable: {e}; run `respqueue repair --dir {directory}`"
+    if res != ["ok"]:
+        return False, f"{path}: integrity check failed: {'; '.join(res[:10])}; run `respqueue repair --dir {directory}`"
+    if v > SCHEMA_VERSION:
+        return False, f"{path}: schema version {v} is newer than supported ({SCHEMA_VERSION})"
+    return True, f"{path}: ok (schema version {v}, {nkeys} keys)"
+
+
+def repair(directory: str) -> tuple[bool, str]:
+    """``respqueue repair``: copy every readable row into a fresh file; the old one is kept as .corrupt-<ts>."""
+    path = os.path.join(directory, DB_FILE)
+    if not os.path.exists(path):
+        return False, f"{path}: no store here"
+    tmp = path + ".repair"
+    for p in (tmp, tmp + "-wal", tmp + "-shm"):
+        if os.path.exists(p):
+            os.unlink(p)
+    new = sqlite3.connect(tmp, isolation_level=None)
+    for stmt in _SCHEMA_V1:
+        new.execute(stmt)
+    new.execute("INSERT OR REPLACE INTO meta(name, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+    saved = 0
+    lost: list[str] = []
+    try:
+        old = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.DatabaseError as e:
+        new.close()
+        return False, f"{path}: cannot be opened at all: {e}"
+    new.execute("BEGIN")
+    for table in ALL_TABLES:
+        try:
+            cur = old.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
+            while True:
+                try:
+                    rows = cur.fetchmany(1000)
+                except sqlite3.DatabaseError as e:
+                    lost.append(f"{table}: {e}")
+                    break
+                if not rows:
+                    break
+                ph = ",".join("?" * len(rows[0]))
+                new.executemany(f"INSERT OR REPLACE INTO {table} VALUES({ph})", rows)  # noqa: S608
+                saved += len(rows)
+        except sqlite3.DatabaseError as e:
+            lost.append(f"{table}: {e}")
+    new.execute("COMMIT")
+    old.close()
+    new.close()
+    if len(lost) == len(ALL_TABLES):
+        for p in (tmp, tmp + "-wal", tmp + "-shm"):
+            if os.path.exists(p):
+                os.unlink(p)
+        return False, f"{path}: cannot read anything from it ({lost[0]}); the file is left as is"
+    ts = time.strftime("%Y%m%d-%H%M%S")
+    os.replace(path, f"{path}.corrupt-{ts}")
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.replace(path + suffix, f"{path}.corrupt-{ts}{suffix}")
+    os.replace(tmp, path)
+    msg = f"{path}: recovered {saved} rows; the old file is {path}.corrupt-{ts}"
+    if lost:
+        msg += "; unreadable parts: " + "; ".join(lost)
+    return True, msg

@@ -1,0 +1,256 @@
+"""Crash tests: kill -9 the server at random moments during a mixed workload.
+
+Durable mode: after every restart the keyspace equals the model of the
+acknowledged writes (the one write whose reply never arrived may or may not
+be there). Buffered mode: what survives is a prefix of the writes that holds
+every write acknowledged more than the commit window before the kill.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import signal
+import threading
+import time
+from typing import Any
+
+import redis
+
+from .test_persistence import Node
+
+Model = dict[bytes, tuple[str, Any]]
+
+STRS = [b"s1", b"s2", b"ctr"]
+HASHES = [b"h1", b"h2"]
+LISTS = [b"l1", b"l2"]
+SETS = [b"set1"]
+ZSETS = [b"z1", b"z2"]
+STREAMS = [b"x1"]
+VALS = [b"a", b"b", b"c", b"d"]
+
+
+def gen_op(rng: random.Random, xid: list[int]) -> tuple[Any, ...]:
+    k = rng.randrange(16)
+    v = rng.choice(VALS)
+    if k == 0:
+        return ("SET", rng.choice(STRS[:2]), v + b"%d" % rng.randrange(100))
+    if k == 1:
+        return ("INCR", b"ctr")
+    if k == 2:
+        return ("DEL", rng.choice(STRS + HASHES + LISTS + SETS + ZSETS + STREAMS))
+    if k == 3:
+        return ("HSET", rng.choice(HASHES), rng.choice(VALS), b"%d" % rng.randrange(1000))
+    if k == 4:
+        return ("HDEL", rng.choice(HASHES), rng.choice(VALS))
+    if k == 5:
+        return ("RPUSH", rng.choice(LISTS), v)
+    if k == 6:
+        return ("LPUSH", rng.choice(LISTS), v)
+    if k == 7:
+        return ("LPOP", rng.choice(LISTS))
+    if k == 8:
+        return ("LINSERT", rng.choice(LISTS), rng.choice([b"BEFORE", b"AFTER"]), rng.choice(VALS), b"i%d" % rng.randrange(9))
+    if k == 9:
+        return ("LREM", rng.choice(LISTS), rng.choice([0, 1, -1]), v)
+    if k == 10:
+        return ("SADD", rng.choice(SETS), v)
+    if k == 11:
+        return ("SREM", rng.choice(SETS), v)
+    if k == 12:
+        return ("ZADD", rng.choice(ZSETS), rng.randrange(50), v)
+    if k == 13:
+        return ("ZREM", rng.choice(ZSETS), v)
+    if k == 14:
+        xid[0] += 1
+        return ("XADD", STREAMS[0], b"%d-1" % xid[0], b"f", v)
+    return ("LSET", rng.choice(LISTS), 0, v)
+
+
+def apply(m: Model, op: tuple[Any, ...]) -> None:
+    """The model of one command (ops that fail in Redis change nothing)."""
+    name, key = op[0], op[1]
+    cur = m.get(key)
+    if name == "SET":
+        m[key] = ("string", op[2])
+    elif name == "INCR":
+        m[key] = ("string", b"%d" % (int(cur[1]) + 1 if cur else 1))
+    elif name == "DEL":
+        m.pop(key, None)
+    elif name == "HSET":
+        d = dict(cur[1]) if cur else {}
+        d[op[2]] = op[3]
+        m[key] = ("hash", d)
+    elif name == "HDEL":
+        if cur:
+            d = dict(cur[1])
+            d.pop(op[2], None)
+            _put(m, key, "hash", d)
+    elif name in ("RPUSH", "LPUSH"):
+        lst = list(cur[1]) if cur else []
+        if name == "RPUSH":
+            lst.append(op[2])
+        else:
+            lst.insert(0, op[2])
+        m[key] = ("list", lst)
+    elif name == "LPOP":
+        if cur:
+            _put(m, key, "list", list(cur[1])[1:])
+    elif name == "LINSERT":
+        if cur and op[3] in cur[1]:
+            lst = list(cur[1])
+            i = lst.index(op[3])
+            lst.insert(i + 1 if op[2] == b"AFTER" else i, op[4])
+            m[key] = ("list", lst)
+    elif name == "LREM":
+        if cur:
+            lst = list(cur[1])
+            cnt, val = op[2], op[3]
+            idx = [i for i, x in enumerate(lst) if x == val]
+            if cnt > 0:
+                idx = idx[:cnt]
+            elif cnt < 0:
+                idx = idx[cnt:]
+            for i in reversed(idx):
+                del lst[i]
+            _put(m, key, "list", lst)
+    elif name == "LSET":
+        if cur:
+            lst = list(cur[1])
+            lst[0] = op[3]
+            m[key] = ("list", lst)
+    elif name == "SADD":
+        s = set(cur[1]) if cur else set()
+        s.add(op[2])
+        m[key] = ("set", s)
+    elif name == "SREM":
+        if cur:
+            _put(m, key, "set", set(cur[1]) - {op[2]})
+    elif name == "ZADD":
+        z = dict(cur[1]) if cur else {}
+        z[op[3]] = float(op[2])
+        m[key] = ("zset", z)
+    elif name == "ZREM":
+        if cur:
+            z = dict(cur[1])
+            z.pop(op[2], None)
+            _put(m, key, "zset", z)
+    elif name == "XADD":
+        x = list(cur[1]) if cur else []
+        x.append((op[2], [op[3], op[4]]))
+        m[key] = ("stream", x)
+
+
+def _put(m: Model, key: bytes, t: str, v: Any) -> None:
+    if v:
+        m[key] = (t, v)
+    else:
+        m.pop(key, None)
+
+
+def read_all(r: redis.Redis) -> Model:
+    out: Model = {}
+    for k in r.keys("*"):
+        t = r.type(k).decode()
+        if t == "string":
+            out[k] = (t, r.get(k))
+        elif t == "hash":
+            out[k] = (t, r.hgetall(k))
+        elif t == "list":
+            out[k] = (t, r.lrange(k, 0, -1))
+        elif t == "set":
+            out[k] = (t, r.smembers(k))
+        elif t == "zset":
+            out[k] = (t, dict(r.zrange(k, 0, -1, withscores=True)))
+        elif t == "stream":
+            out[k] = (t, [(i, list(sum(f.items(), ()))) for i, f in r.xrange(k)])
+    return out
+
+
+def run_round(node: Node, rng: random.Random, xid: list[int], duration: float) -> tuple[list[tuple[float, Any]], Any, float]:
+    """Issue writes until the server is killed; returns (acked (time, op) list, in-flight op, kill time)."""
+    killed_at = [0.0]
+
+    def kill() -> None:
+        killed_at[0] = time.time()
+        node.proc.proc.send_signal(signal.SIGKILL)
+
+    t = threading.Timer(duration, kill)
+    acked: list[tuple[float, Any]] = []
+    inflight = None
+    r = redis.Redis(port=node.proc.port, socket_timeout=5)
+    t.start()
+    try:
+        while True:
+            op = gen_op(rng, xid)
+            inflight = op
+            try:
+                try:
+                    r.execute_command(*op)
+                except redis.ResponseError:
+                    if op[0] != "LSET":  # LSET on a missing list is an error that changes nothing
+                        raise
+            except (redis.ConnectionError, redis.TimeoutError, ConnectionError, OSError):
+                break
+            acked.append((time.time(), op))
+            inflight = None
+    finally:
+        t.cancel()
+        r.close()
+    node.proc.proc.wait(10)
+    node.proc.log.close()
+    return acked, inflight, killed_at[0]
+
+
+def test_kill9_durable_every_ack_survives() -> None:
+    rng = random.Random(4)
+    node = Node()
+    xid = [0]
+    model: Model = {}
+    total_ops = 0
+    try:
+        for _round in range(20):
+            acked, inflight, _ = run_round(node, rng, xid, rng.uniform(0.05, 0.4))
+            for _, op in acked:
+                apply(model, op)
+            total_ops += len(acked)
+            node.start()
+            got = read_all(node.r)
+            if inflight is not None and got != model:
+                alt = copy.deepcopy(model)
+                apply(alt, inflight)
+                assert got == alt, f"round {_round}: state is neither without nor with the in-flight {inflight}"
+                model = alt
+            else:
+                assert got == model, f"round {_round}: acknowledged writes lost"
+        assert total_ops > 200
+    finally:
+        node.stop()
+
+
+def test_kill9_buffered_loses_at_most_the_window() -> None:
+    rng = random.Random(7)
+    window_ms = 50
+    node = Node("--durability", "buffered", "--buffer-ms", str(window_ms))
+    xid = [10_000]
+    model: Model = {}
+    try:
+        for _round in range(5):
+            acked, inflight, killed = run_round(node, rng, xid, rng.uniform(0.1, 0.4))
+            ops = [op for _, op in acked] + ([inflight] if inflight else [])
+            node.start()
+            got = read_all(node.r)
+            # find the prefix of the writes that the store holds
+            states = [copy.deepcopy(model)]
+            cur = copy.deepcopy(model)
+            for op in ops:
+                apply(cur, op)
+                states.append(copy.deepcopy(cur))
+            matches = [i for i, s in enumerate(states) if s == got]
+            assert matches, f"round {_round}: the store holds no prefix of the writes"
+            k = matches[-1]
+            must = sum(1 for t, _ in acked if t < killed - (window_ms + 250) / 1000.0)
+            assert k >= must, f"round {_round}: lost {must - k} writes older than the window"
+            model = states[k]
+    finally:
+        node.stop()

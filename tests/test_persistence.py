@@ -1,0 +1,375 @@
+"""Durability on SQLite: restart keeps the data, modes, failures, check/repair."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from .servers import ROOT, free_port, start_respqueue
+
+
+class Node:
+    """A respqueue server in a fixed work dir that can be restarted."""
+
+    def __init__(self, *extra: str) -> None:
+        self.workdir = tempfile.mkdtemp(prefix="rq-persist-")
+        self.extra = extra
+        self.proc: Any = None
+        self.start()
+
+    @property
+    def datadir(self) -> str:
+        return os.path.join(self.workdir, "data")
+
+    def start(self, *extra: str) -> None:
+        self.proc = start_respqueue(*(extra or self.extra), workdir=self.workdir)
+        self.r = redis.Redis(port=self.proc.port)
+
+    def stop(self, sig: int | None = None) -> None:
+        self.r.close()
+        self.proc.stop(sig)
+
+    def restart(self, sig: int | None = None) -> None:
+        self.stop(sig)
+        self.start()
+
+
+@pytest.fixture
+def node() -> Iterator[Node]:
+    n = Node()
+    yield n
+    n.stop()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "respqueue", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def snapshot(r: redis.Redis) -> dict[Any, Any]:
+    """Every key of every db with its type, value and whether it has a TTL."""
+    out: dict[Any, Any] = {}
+    for dbi in range(16):
+        r.execute_command("SELECT", dbi)
+        for k in r.keys("*"):
+            t = r.type(k)
+            if t == b"string":
+                v: Any = r.get(k)
+            elif t == b"hash":
+                v = sorted(r.hgetall(k).items())
+            elif t == b"list":
+                v = r.lrange(k, 0, -1)
+            elif t == b"set":
+                v = sorted(r.smembers(k))
+            elif t == b"zset":
+                v = r.zrange(k, 0, -1, withscores=True)
+            else:
+                info = r.xinfo_stream(k)
+                v = (r.xrange(k), [info.get(f) for f in ("last-generated-id", "entries-added", "max-deleted-entry-id", "groups")])
+            out[(dbi, k)] = (t, v, r.pttl(k) > 0)
+    r.execute_command("SELECT", 0)
+    return out
+
+
+def test_restart_keeps_every_type(node: Node) -> None:
+    r = node.r
+    r.set("s", "v")
+    r.set("ttl", "x", ex=1000)
+    r.set(b"bin\x00\xff", b"\x00\x01")
+    r.hset("h", mapping={"a": "1", "b": "2", "c": "3"})
+    r.hdel("h", "b")
+    r.hset("h", "a", "10")
+    r.hincrby("h", "n", 5)
+    r.rpush("l", *"abcdef")
+    r.lpush("l", "z")
+    r.linsert("l", "BEFORE", "c", "mid")
+    r.linsert("l", "AFTER", "c", "mid2")
+    r.lrem("l", 1, "b")
+    r.lset("l", 3, "set3")
+    r.ltrim("l", 1, -2)
+    r.rpop("l")
+    r.sadd("set", "a", "b", "c", 1)
+    r.srem("set", "b")
+    r.spop("set")
+    r.sadd("iset", 1, 2, 3)
+    r.zadd("z", {"a": 1, "b": 2, "c": 3.5, "d": float("inf")})
+    r.zincrby("z", 10, "a")
+    r.zrem("z", "b")
+    r.zpopmin("z")
+    r.xadd("st", {"f": "v"}, id="1-1")
+    r.xadd("st", {"f": "w", "g": "x"}, id="2-1")
+    r.xadd("st", {"f": "y"}, id="3-1")
+    r.xdel("st", "2-1")
+    r.xgroup_create("st", "g", id="0")
+    r.xreadgroup("g", "c1", {"st": ">"}, count=1)
+    r.xgroup_create("empty", "g2", id="$", mkstream=True)
+    r.execute_command("SELECT", 3)
+    r.set("in3", "x")
+    r.execute_command("SELECT", 0)
+    before = snapshot(r)
+    pend = r.xpending_range("st", "g", "-", "+", 10)
+    node.restart()
+    assert snapshot(node.r) == before
+    assert [(p["message_id"], p["consumer"]) for p in node.r.xpending_range("st", "g", "-", "+", 10)] == [
+        (p["message_id"], p["consumer"]) for p in pend
+    ]
+    assert node.r.xinfo_groups("empty")[0]["name"] == b"g2"
+    # and it keeps going after the restart: later changes are journaled too
+    node.r.rpush("l", "after")
+    node.r.zadd("z", {"new": 0})
+    node.r.hdel("h", "a")
+    node.r.xadd("st", {"k": "v"}, id="9-9")
+    before = snapshot(node.r)
+    node.restart()
+    assert snapshot(node.r) == before
+
+
+def test_list_middle_inserts_renumber(node: Node) -> None:
+    r = node.r
+    r.rpush("l", "a", "b")
+    for i in range(80):  # midpoints run out of precision after ~50 halvings
+        r.linsert("l", "BEFORE", "b", f"x{i}")
+    r.lpush("l", "head")
+    r.lrem("l", 0, "x3")
+    r.lrem("l", -2, "x7")
+    want = r.lrange("l", 0, -1)
+    node.restart()
+    assert node.r.lrange("l", 0, -1) == want
+    node.r.linsert("l", "AFTER", "a", "y")
+    want = node.r.lrange("l", 0, -1)
+    node.restart()
+    assert node.r.lrange("l", 0, -1) == want
+
+
+def test_keyspace_commands_persist(node: Node) -> None:
+    r = node.r
+    r.hset("h", "f", "v")
+    r.rename("h", "h2")
+    r.copy("h2", "h3")
+    r.hset("h3", "g", "w")
+    r.set("old", "x")
+    r.rename("old", "h2")  # a string replaces the hash
+    r.zadd("z", {"a": 1})
+    r.execute_command("COPY", "z", "z", "DB", "2")
+    r.execute_command("SELECT", 2)
+    r.set("two", "2")
+    r.execute_command("SELECT", 5)
+    r.set("five", "5")
+    r.rpush("l5", "x")
+    r.execute_command("SELECT", 0)
+    r.execute_command("SWAPDB", 2, 5)
+    r.execute_command("SELECT", 4)
+    r.set("gone", "x")
+    r.execute_command("FLUSHDB")
+    r.execute_command("SELECT", 0)
+    r.set("soon", "x", px=300)
+    r.set("later", "x", ex=100)
+    r.expire("h3", 1000)
+    r.persist("h3")
+    before = snapshot(r)
+    time.sleep(0.4)
+    node.restart()
+    after = snapshot(node.r)
+    del before[(0, b"soon")]
+    assert after == before
+    assert node.r.pttl("later") > 90_000
+    node.r.flushall()
+    node.restart()
+    assert snapshot(node.r) == {}
+
+
+def test_multi_exec_and_pipeline_ordering(node: Node) -> None:
+    r = node.r
+    with r.pipeline(transaction=True) as p:
+        p.set("a", 1).incr("a").get("a").rpush("l", "x").lpop("l").hset("h", "f", "v")
+        assert p.execute() == [True, 2, b"2", 1, b"x", 1]
+    with r.pipeline(transaction=False) as p:
+        for i in range(200):
+            p.set(f"k{i}", i).get(f"k{i}").incr("ctr")
+        res = p.execute()
+    assert res[0::3] == [True] * 200
+    assert res[1::3] == [str(i).encode() for i in range(200)]
+    assert res[2::3] == list(range(1, 201))
+    before = snapshot(r)
+    node.restart(signal.SIGKILL)
+    assert snapshot(node.r) == before
+
+
+def test_script_writes_persist_whole(node: Node) -> None:
+    r = node.r
+    try:
+        r.eval("return 1", 0)
+    except redis.ResponseError as e:  # pragma: no cover - depends on the Lua runtime
+        pytest.skip(f"scripting not available: {e}")
+    with pytest.raises(redis.ResponseError):
+        r.eval("redis.call('set', 'a', 1); redis.call('set', 'b', 2); return redis.call('incr', 'nope', 'x')", 0)
+    node.restart(signal.SIGKILL)
+    assert node.r.mget("a", "b") == [b"1", b"2"]
+
+
+def test_durable_ack_survives_kill9(node: Node) -> None:
+    r = node.r
+    for i in range(300):
+        r.rpush("q", i)
+        r.zadd("done", {f"j{i}": i})
+        r.hset(f"job:{i}", mapping={"state": "done", "n": i})
+    node.restart(signal.SIGKILL)
+    assert node.r.llen("q") == 300
+    assert node.r.zcard("done") == 300
+    assert node.r.hget("job:299", "state") == b"done"
+
+
+def test_info_save_lastsave(node: Node) -> None:
+    r = node.r
+    info = r.info("persistence")
+    assert info["durability"] == "durable"
+    assert info["store_path"].endswith("respqueue.db")
+    assert info["commit_errors"] == 0
+    r.set("x", 1)
+    assert r.save() is True
+    assert r.info("persistence")["rdb_changes_since_last_save"] == 0
+    t0 = r.lastsave()
+    assert abs(time.time() - t0.timestamp()) < 5
+    assert r.bgsave()
+
+
+def test_buffered_mode() -> None:
+    n = Node("--durability", "buffered", "--buffer-ms", "20")
+    try:
+        r = n.r
+        assert r.info("persistence")["durability"] == "buffered"
+        for i in range(100):
+            r.set(f"k{i}", i)
+        time.sleep(0.5)  # well past the 20 ms window
+        n.restart(signal.SIGKILL)
+        assert n.r.dbsize() == 100
+        n.r.set("clean", "1")
+        n.restart()  # a clean shutdown commits the open batch
+        assert n.r.get("clean") == b"1"
+    finally:
+        n.stop()
+
+
+def test_memory_mode_writes_nothing() -> None:
+    n = Node("--durability", "memory")
+    try:
+        n.r.set("a", 1)
+        assert n.r.info("persistence")["durability"] == "memory"
+        n.restart()
+        assert n.r.get("a") is None
+        assert not os.path.exists(os.path.join(n.datadir, "respqueue.db"))
+    finally:
+        n.stop()
+
+
+def test_env_durability(node: Node) -> None:
+    os.environ["RESPQUEUE_DURABILITY"] = "buffered"
+    try:
+        n = Node()
+        try:
+            assert n.r.info("persistence")["durability"] == "buffered"
+        finally:
+            n.stop()
+    finally:
+        del os.environ["RESPQUEUE_DURABILITY"]
+
+
+def _start_fails(workdir: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.run(
+        [sys.executable, "-m", "respqueue", "serve", "--port", str(free_port()), "--dir", os.path.join(workdir, "data")],
+        capture_output=True, text=True, env=env, timeout=30,
+    )
+    assert p.returncode != 0
+    return p.stderr + p.stdout
+
+
+def test_second_server_on_same_dir_refuses(node: Node) -> None:
+    out = _start_fails(node.workdir)
+    assert "locked" in out and "another respqueue server" in out
+    node.r.set("still", "ok")
+
+
+def test_corrupt_store_refuses_then_repair() -> None:
+    n = Node()
+    n.r.set("a", "1")
+    n.stop()
+    path = os.path.join(n.datadir, "respqueue.db")
+    with open(path, "r+b") as f:
+        f.write(b"this is not an sqlite database at all" * 4)
+    out = _start_fails(n.workdir)
+    assert path in out
+    assert "respqueue check" in out and "respqueue repair" in out
+    c = cli("check", "--dir", n.datadir)
+    assert c.returncode == 1 and path in c.stderr
+    rep = cli("repair", "--dir", n.datadir)
+    assert rep.returncode == 1 and "cannot" in rep.stderr  # nothing readable: it says so
+
+
+def test_check_and_repair_readable_store(node: Node) -> None:
+    node.r.set("a", "1")
+    node.r.hset("h", "f", "v")
+    node.stop()
+    c = cli("check", "--dir", node.datadir)
+    assert c.returncode == 0 and "ok" in c.stdout and "2 keys" in c.stdout
+    rep = cli("repair", "--dir", node.datadir)
+    assert rep.returncode == 0, rep.stderr
+    assert any(f.startswith("respqueue.db.corrupt-") for f in os.listdir(node.datadir))
+    node.start()
+    assert node.r.get("a") == b"1" and node.r.hget("h", "f") == b"v"
+
+
+def test_store_locked_gives_misconf_then_recovers(node: Node) -> None:
+    r = node.r
+    r.set("before", "1")
+    path = os.path.join(node.datadir, "respqueue.db")
+    other = sqlite3.connect(path, isolation_level=None, timeout=5)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(redis.ResponseError, match="^MISCONF Errors writing to the SQLite store at"):
+            r.set("during", "1")
+        assert r.get("before") == b"1"  # reads go on
+        with pytest.raises(redis.ResponseError, match="^MISCONF"):
+            r.set("refused", "1")
+        assert r.info("persistence")["store_status"] == "err"
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    deadline = time.time() + 10
+    while True:
+        try:
+            r.set("after", "1")
+            break
+        except redis.ResponseError:
+            assert time.time() < deadline
+            time.sleep(0.2)
+    node.restart(signal.SIGKILL)
+    assert node.r.get("after") == b"1"
+    assert node.r.get("refused") is None
+    assert node.r.get("before") == b"1"
+
+
+def test_o1_rows_per_change(node: Node) -> None:
+    r = node.r
+    r.zadd("completed", {f"m{i}": i for i in range(5000)})
+    r.save()
+    path = os.path.join(node.datadir, "respqueue.db")
+    size0 = os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0
+    for i in range(20):
+        r.zadd("completed", {f"new{i}": i})
+    r.save()
+    wal = os.path.getsize(path + "-wal") - size0 if os.path.exists(path + "-wal") else 0
+    # 20 single-member changes must not rewrite the 5000-member zset (~100 KB+ per rewrite)
+    assert wal < 20 * 5 * 4096 + 65536
