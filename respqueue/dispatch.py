@@ -22,7 +22,6 @@ _PUBSUB_ALLOWED = frozenset(
     {"ping", "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "quit", "reset"}
 )
 _MULTI_PASSTHROUGH = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
-_BUSY_ALLOWED = frozenset({"script|kill", "function|kill", "shutdown", "auth", "hello", "multi", "discard", "exec", "watch", "unwatch", "reset", "quit"})
 
 
 class Block:
@@ -80,7 +79,7 @@ def process(client: Any, argv: list[bytes]) -> Any:
             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
             % cmd.fullname
         )
-    if client.server.busy_script is not None and cmd.fullname not in _BUSY_ALLOWED:
+    if client.server.busy_script is not None and not cmd.allow_busy:
         return client.server.busy_error()
     if client.server.write_refused is not None and cmd.is_write:
         # the store cannot be written (disk full, I/O error...): MISCONF, as Redis

@@ -122,7 +122,7 @@ class RawConn:
     def read_raw(self) -> bytes:
         """Read exactly one reply and return its bytes."""
         buf = bytearray()
-        reader = hiredis.Reader()
+        reader = hiredis.Reader(notEnoughData=Ellipsis)
         data = self.pending
         self.pending = b""
         while True:
@@ -131,7 +131,7 @@ class RawConn:
                 reader.feed(data)
                 buf += data
                 r = reader.gets()
-                if r is not False:
+                if r is not Ellipsis:
                     # find the exact end: re-parse prefix lengths
                     end = _reply_end(bytes(buf))
                     self.pending = bytes(buf[end:])

@@ -35,6 +35,7 @@ class Command:
         "noauth",
         "pubsub_ok",
         "no_multi",
+        "allow_busy",
         "calls",
         "usec",
         "failed_calls",
@@ -70,6 +71,7 @@ class Command:
         self.noauth = "no_auth" in fl
         self.pubsub_ok = "pubsub" in fl
         self.no_multi = "no_multi" in fl
+        self.allow_busy = "allow_busy" in fl
         self.calls = 0
         self.usec = 0
         self.failed_calls = 0

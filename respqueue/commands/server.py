@@ -468,6 +468,9 @@ def _sec_memory(server: Any) -> list[str]:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         total = 0
+    scripting = server.scripting
+    lua_mem = scripting.memory() if scripting is not None else 0
+    lua_scripts = len(scripting.cache) if scripting is not None else 0
     return [
         f"used_memory:{used}",
         "used_memory_human:" + bytes_to_human(used),
@@ -482,9 +485,9 @@ def _sec_memory(server: Any) -> list[str]:
         "used_memory_dataset_perc:100.00%",
         f"total_system_memory:{total}",
         "total_system_memory_human:" + bytes_to_human(total),
-        "used_memory_lua:0",
-        "used_memory_scripts:0",
-        "number_of_cached_scripts:0",
+        f"used_memory_lua:{lua_mem}",
+        f"used_memory_scripts:{lua_mem}",
+        f"number_of_cached_scripts:{lua_scripts}",
         f"maxmemory:{maxmem}",
         "maxmemory_human:" + bytes_to_human(maxmem),
         "maxmemory_policy:" + get_config(server, "maxmemory-policy"),
