@@ -22,7 +22,21 @@ def build_parser() -> argparse.ArgumentParser:
                        ("repair", "copy what can be read into a fresh store; keep the old file")):
         c = sub.add_parser(name, help=what)
         c.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    add_backup_commands(sub)
+    add_history_commands(sub)
     return p
+
+
+def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``respqueue backup DEST`` and ``respqueue restore SRC`` (docs/BACKUPS.md)."""
+    b = sub.add_parser("backup", help="copy the store (online, consistent) to a file, a directory or s3://bucket/prefix")
+    b.add_argument("dest", metavar="DEST", help="a file, a directory, or s3://bucket/prefix")
+    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    r = sub.add_parser("restore", help="verify a backup and put it in place of the store (the server must be stopped)")
+    r.add_argument("src", metavar="SRC", help="a backup file, a directory of backups, s3://bucket/key or"
+                   " s3://bucket/prefix (the newest backup there)")
+    r.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    r.add_argument("--force", action="store_true", help="restore even without metadata or on a sha256 mismatch")
 
 
 def add_serve_flags(s: argparse.ArgumentParser) -> None:
@@ -42,6 +56,12 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--buffer-ms", dest="buffer_ms", type=int, help="buffered mode: commit interval in ms, default 10" + env % "BUFFER_MS")
     s.add_argument("--buffer-writes", dest="buffer_writes", type=int,
                    help="buffered mode: commit after this many changes, default 1000" + env % "BUFFER_WRITES")
+    s.add_argument("--backup-to", dest="backup_to",
+                   help="scheduled backups to this directory or s3://bucket/prefix" + env % "BACKUP_TO")
+    s.add_argument("--backup-interval", dest="backup_interval", type=int,
+                   help="seconds between scheduled backups, default 3600" + env % "BACKUP_INTERVAL")
+    s.add_argument("--backup-keep", dest="backup_keep", type=int,
+                   help="scheduled backups to keep, default 7" + env % "BACKUP_KEEP")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,5 +90,91 @@ def main(argv: list[str] | None = None) -> int:
         ok, msg = (check if ns.cmd == "check" else repair)(d)
         print(msg, file=sys.stdout if ok else sys.stderr)
         return 0 if ok else 1
+    if ns.cmd in ("backup", "restore"):
+        from . import backup
+
+        d = Config.load({"dir": ns.dir}).dir
+        if ns.cmd == "backup":
+            return backup.cli_backup(ns.dest, d)
+        return backup.cli_restore(ns.src, d, ns.force)
+    if ns.cmd in ("history", "analytics", "enqueue"):
+        return run_history_command(ns)
     build_parser().print_help()
     return 2
+
+
+def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``respqueue history export``, ``respqueue analytics`` and ``respqueue enqueue`` (README: Job history)."""
+    h = sub.add_parser("history", help="job history: export to Parquet")
+    hs = h.add_subparsers(dest="history_cmd", required=True)
+    e = hs.add_parser("export", help="export new job history to Parquet (a folder or s3://bucket/prefix)")
+    e.add_argument("dest", metavar="DEST", help="a folder or s3://bucket/prefix")
+    e.add_argument("--dir", help="data directory (or the respqueue.db file), default ./respqueue-data (env RESPQUEUE_DIR)")
+    e.add_argument("--since", help="only rows at or after this time (ISO 8601, UTC unless given, or ms)")
+    e.add_argument("--until", help="only rows at or before this time (ISO 8601 or ms)")
+    e.add_argument("--full", action="store_true", help="ignore and keep the watermark: export everything that matches")
+    e.add_argument("--settle-ms", dest="settle_ms", type=int, default=2000,
+                   help="leave final records younger than this for the next run, default 2000")
+    from .analytics.job import build_parser as analytics_parser
+
+    a = sub.add_parser("analytics", help="Spark analytics over job history, with an HTML report")
+    analytics_parser(a)
+    q = sub.add_parser("enqueue", help="add the rows of a Parquet, CSV or JSON-lines file as BullMQ jobs (Spark)")
+    q.add_argument("queue", metavar="QUEUE")
+    q.add_argument("--from", dest="src", required=True, metavar="FILE", help="a .parquet, .csv or .jsonl file")
+    q.add_argument("--name", default="default", help="job name, default 'default'")
+    q.add_argument("--name-col", dest="name_col", help="take each job's name from this column")
+    q.add_argument("--data-cols", dest="data_cols", help="comma-separated columns for the job data (default: all)")
+    q.add_argument("--job-id-col", dest="job_id_col", help="use this column as the job id (idempotent retries)")
+    q.add_argument("--opts", help="BullMQ job options as JSON, e.g. '{\"attempts\": 3}'")
+    q.add_argument("--host", default="127.0.0.1")
+    q.add_argument("--port", type=int, default=6379)
+    q.add_argument("--password")
+    q.add_argument("--prefix", help="BullMQ key prefix, default bull")
+    q.add_argument("--batch", type=int, default=1000, help="jobs per addBulk call, default 1000")
+    q.add_argument("--partitions", type=int, help="repartition the input into this many partitions")
+    q.add_argument("--master", default="local[*]", help="Spark master, default local[*]")
+
+
+def run_history_command(ns: argparse.Namespace) -> int:
+    """Run ``history export``, ``analytics`` or ``enqueue`` (pyspark/pyarrow are imported only here)."""
+    if ns.cmd == "history":
+        from .history_export import ExportError, export_history, parse_time
+
+        d = ns.dir if ns.dir and ns.dir.endswith(".db") else Config.load({"dir": ns.dir}).dir
+        try:
+            res = export_history(d, ns.dest, parse_time(ns.since), parse_time(ns.until),
+                                 incremental=not ns.full, settle_ms=ns.settle_ms)
+        except ExportError as err:
+            print(f"respqueue: {err}", file=sys.stderr)
+            return 1
+        print(res.summary())
+        return 0
+    if ns.cmd == "analytics":
+        from .analytics.job import run_cli
+
+        return run_cli(ns)
+    import json
+
+    from .analytics.job import build_session
+    from .pipeline import enqueue, read_file
+
+    conn: dict[str, object] = {"host": ns.host, "port": ns.port}
+    if ns.password:
+        conn["password"] = ns.password
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    spark = active or build_session(ns.master, app="respqueue-enqueue")
+    try:
+        df = read_file(spark, ns.src)
+        if ns.partitions:
+            df = df.repartition(ns.partitions)
+        res = enqueue(df, ns.queue, name=ns.name, data_cols=ns.data_cols.split(",") if ns.data_cols else None,
+                      opts=json.loads(ns.opts) if ns.opts else None, connection=conn, prefix=ns.prefix,
+                      batch_size=ns.batch, name_col=ns.name_col, job_id_col=ns.job_id_col)
+    finally:
+        if active is None:
+            spark.stop()
+    print(res.summary())
+    return 0

@@ -37,6 +37,9 @@ class Config:
     durability: str = "durable"  # durable, buffered or memory (see docs/STORAGE.md)
     buffer_ms: int = 10  # buffered mode: commit at least this often
     buffer_writes: int = 1000  # buffered mode: or after this many changes
+    backup_to: str | None = None  # scheduled backups: a directory or s3://bucket/prefix (docs/BACKUPS.md)
+    backup_interval: int = 3600  # seconds between scheduled backups
+    backup_keep: int = 7  # scheduled backups kept; older ones are deleted
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:

@@ -2,8 +2,22 @@
 
 Requests are parsed with ``hiredis.Reader``. Every complete request in a read
 is executed in order and the replies of the whole read go out in one
-``transport.write``. A client blocked on a key stops consuming its input
-until it is served or times out, then carries on where it stopped.
+``transport.write`` (every ``_FLUSH_EVERY`` parts for long pipelines; a client
+that does not read its replies gets its reading paused). A client blocked on a
+key stops consuming its input until it is served or times out, then carries
+on where it stopped.
+
+hiredis reads any RESP, while Redis accepts only its own request grammar, with
+its own limits and error texts. So the exact parser of :mod:`respqueue.inline`
+(``RequestParser``, a transcription of Redis's rules) takes over whenever
+hiredis balks or returns something that is not an array of bulk strings
+(inline commands, malformed input), when a read leaves a partial request that
+may be malformed (e.g. ``$600000000``), for clients not yet authenticated, and
+for aggregate headers hiredis-py would preallocate. To hand over exactly, the
+connection keeps the raw bytes since the reader last stood between requests
+(``raw``, capped at ``_RAW_CAP``) and the number of requests hiredis returned
+from them (``raw_k``). The exact parser gives the input back to hiredis after
+a request once the next one is a multibulk.
 """
 
 from __future__ import annotations
@@ -30,10 +44,18 @@ log = logging.getLogger("respqueue")
 _RAW_CAP = 256 * 1024
 # A partial request is vetted by the exact parser after reads this small.
 _SMALL_READ = 16 * 1024
+# Replies are handed to the transport at least every this many parts, so that a
+# client not reading its replies pauses the work instead of piling up output.
+_FLUSH_EVERY = 64
 # An aggregate header of 7+ digits: hiredis-py would preallocate that many slots
 # (and free them one by one), so such input goes to the exact parser instead.
-_BIG_AGGREGATE = re.compile(rb"[*%~>|]-?[0-9]{7}").search
-_AGGREGATE_TAIL = re.compile(rb"[*%~>|]-?[0-9]*\Z").search
+# Headers start a line: only "\n*1234567"-like bytes (or a read starting so)
+# count; a payload holding them merely takes the exact parser. Keep these cheap,
+# they scan every read.
+_BIG_AGGREGATE = re.compile(rb"\n[*~>|][0-9]{7}").search
+_BIG_AGGREGATE_START = re.compile(rb"[*~>|][0-9]{7}").match
+_AGGREGATE_TAIL = re.compile(rb"(?:^|\n)[*~>|][0-9]*\Z").search
+_AGGREGATE_COUNT = re.compile(rb"(?:^|\n)[*~>|]([0-9]{7,})").search
 
 
 class BlockState:
@@ -89,8 +111,8 @@ class ClientConnection(asyncio.Protocol, Client):
             if isinstance(local, tuple):
                 self.laddr = f"{local[0]}:{local[1]}".encode()
         else:
-            self.addr = b"/unixsocket:0"
-            self.laddr = (s.config.unixsocket or "").encode() + b":0"
+            # a Unix socket client: Redis shows the socket's path for both
+            self.addr = self.laddr = (s.config.unixsocket or "").encode() + b":0"
         if sock is not None:
             try:
                 self.fd = sock.fileno()
@@ -123,6 +145,7 @@ class ClientConnection(asyncio.Protocol, Client):
         if self.transport is not None and self.paused_reading:
             self.paused_reading = False
             self.transport.resume_reading()
+            self.resume()  # requests already read may be waiting
 
     def close(self, reason: str = "") -> None:
         if self.closing:
@@ -158,27 +181,53 @@ class ClientConnection(asyncio.Protocol, Client):
         if self.slow is not None:
             self.slow.feed(data)
             if self.blocked is None and not self.processing:
-                self._process_slow()
+                self._drive()
             elif self.slow.pending() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
             return
         if self.raw_len < _RAW_CAP:
             self.raw.append(data)
         self.raw_len += len(data)
-        if _BIG_AGGREGATE(data) is not None or (self.agg_tail and data[:1].isdigit()):
+        if (
+            _BIG_AGGREGATE(data) is not None
+            or _BIG_AGGREGATE_START(data) is not None
+            or (self.agg_tail and data[:1].isdigit())
+        ) and self._big_ok(data):
             # hiredis would preallocate an array this long: let the exact parser look
-            self._switch_to_slow()
+            if self._switch_to_slow():
+                self._drive()
             return
-        self.agg_tail = _AGGREGATE_TAIL(data, len(data) - 12) is not None
+        if self.closing:
+            return
+        self.agg_tail = _AGGREGATE_TAIL(data[-12:]) is not None
         self.reader.feed(data)
         if self.blocked is not None or self.processing:
             if self.reader.len() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
             return
-        self._process()
+        self._drive()
 
-    def _process(self) -> None:
-        """Run every complete request buffered in the reader (the fast path)."""
+    def _drive(self, fresh: bool = True) -> None:
+        """Run the buffered requests, handing the input between the parsers.
+
+        A loop, not mutual recursion: input alternating inline and multibulk
+        requests switches parsers once per request.
+        """
+        while True:
+            if self.slow is None:
+                if not self._process(fresh) or not self._switch_to_slow():
+                    return
+            elif not self._process_slow():
+                return
+            fresh = True
+
+    def _process(self, fresh: bool = True) -> bool:
+        """Run every complete request buffered in the reader (the fast path).
+
+        ``fresh`` is False when resuming (after a block or a write pause) with
+        no new input: a partial request then was already looked at. Returns
+        True when the exact parser must take over (see _switch_to_slow).
+        """
         reader = self.reader
         out: list[bytes] = []
         n = 0
@@ -200,7 +249,7 @@ class ClientConnection(asyncio.Protocol, Client):
                             self.raw.clear()
                         self.raw_len = 0
                         self.raw_k = n = 0
-                    elif self.raw_len <= _RAW_CAP and (n == 0 or self.raw_len <= _SMALL_READ):
+                    elif fresh and self.raw_len <= _RAW_CAP and (n == 0 or self.raw_len <= _SMALL_READ):
                         # a partial request: let the exact parser vet it
                         odd = True
                     elif reader.len() > self.server.config.client_query_buffer_limit:
@@ -220,18 +269,35 @@ class ClientConnection(asyncio.Protocol, Client):
                     continue
                 if not self._execute(argv, out):
                     break
+                if len(out) >= _FLUSH_EVERY:
+                    self.write(b"".join(out))
+                    out.clear()
+                    if self.paused_reading:
+                        break  # the client does not read: resume_writing carries on
         finally:
             self.processing = False
             self.raw_k += n
             if out:
                 self.write(b"".join(out))
-        if odd and not self.closing:
-            self._switch_to_slow()
+        return odd and not self.closing
 
-    def _switch_to_slow(self) -> None:
-        """Hand the input from the first request hiredis did not return to RequestParser."""
-        raw_k = self.raw_k
-        ok = self.raw_len == sum(map(len, self.raw))
+    def _big_ok(self, data: bytes) -> bool:
+        """Whether a read with a long aggregate header can go to the exact parser."""
+        if self.raw_len <= _RAW_CAP:
+            return True
+        # the raw bytes are incomplete: hiredis must go on, unless the count is absurd
+        m = _AGGREGATE_COUNT(data)
+        if m is not None and int(m.group(1)) >= 10_000_000:
+            self._protocol_error([], "invalid multibulk length")
+        return False
+
+    def _switch_to_slow(self) -> bool:
+        """Hand the input from the first request hiredis did not return to RequestParser.
+
+        Returns True when the exact parser can run now.
+        """
+        raw_k, raw_len = self.raw_k, self.raw_len
+        ok = raw_len == sum(map(len, self.raw))
         buf = b"".join(self.raw)
         self.raw.clear()
         self.raw_len = self.raw_k = 0
@@ -242,20 +308,25 @@ class ClientConnection(asyncio.Protocol, Client):
             except (ValueError, IndexError):
                 ok = False
         if not ok:
-            # too much input to re-read exactly: report what is most likely wrong
-            log.warning("client id=%d: cannot re-read %d bytes of odd input exactly", self.id, self.raw_len)
+            # too much input since the last request boundary to re-read it exactly
+            # (over _RAW_CAP): report what is most likely wrong
+            log.warning("client id=%d: cannot re-read %d bytes of odd input exactly", self.id, raw_len)
             self._protocol_error([], "invalid multibulk length")
-            return
+            return False
         self.slow = RequestParser(rest)
-        if self.blocked is None and not self.processing:
-            self._process_slow()
+        return self.blocked is None and not self.processing
 
-    def _process_slow(self) -> None:
-        """Run the requests of the exact parser; back to hiredis once it is idle."""
+    def _process_slow(self) -> bool:
+        """Run the requests of the exact parser; back to hiredis when it can be.
+
+        Returns True when it handed the rest of the input back to hiredis.
+        """
         p = self.slow
         assert p is not None
         out: list[bytes] = []
         server = self.server
+        back = False
+        back_ok: bool | None = None
         self.processing = True
         try:
             while self.blocked is None and not self.closing:
@@ -263,21 +334,47 @@ class ClientConnection(asyncio.Protocol, Client):
                     argv = p.next(self.authenticated, server.config.proto_max_bulk_len)
                 except ProtocolError as e:
                     self._protocol_error(out, e.msg)
-                    return
+                    return False
                 if argv is None:
                     break
                 if argv and not self._execute(argv, out):
                     break
+                if len(out) >= _FLUSH_EVERY:
+                    self.write(b"".join(out))
+                    out.clear()
+                    if self.paused_reading:
+                        break
+                if p.reqtype == 0 and p.pending() and p.buf[p.pos] == 42 and self.authenticated:
+                    # a request was served and the next one is multibulk: hiredis
+                    # again, unless the rest holds a header it would mishandle
+                    if back_ok is None:
+                        back_ok = _BIG_AGGREGATE(p.buf, max(0, p.pos - 1)) is None and (
+                            _BIG_AGGREGATE_START(p.buf, p.pos) is None
+                        )
+                    if back_ok:
+                        back = True
+                        break
         finally:
             self.processing = False
             if out:
                 self.write(b"".join(out))
         if self.closing or self.blocked is not None or self.slow is not p:
-            return
+            return False
+        if back:
+            rest = bytes(p.buf[p.pos :])
+            self.slow = None
+            self.reader = hiredis.Reader()
+            self.raw = [rest] if len(rest) <= _RAW_CAP else []
+            self.raw_len = len(rest)
+            self.raw_k = 0
+            self.agg_tail = _AGGREGATE_TAIL(rest[-12:]) is not None
+            self.reader.feed(rest)
+            return True
         if p.idle() and self.authenticated:
             self.slow = None
         elif p.pending() > server.config.client_query_buffer_limit:
             self.close("query buffer limit reached")
+        return False
 
     def _execute(self, argv: list[bytes], out: list[bytes]) -> bool:
         """Run one request; False when the client blocked or must stop reading."""
@@ -397,10 +494,7 @@ class ClientConnection(asyncio.Protocol, Client):
 
     def _resume_now(self) -> None:
         if self.blocked is None and not self.closing and not self.processing:
-            if self.slow is not None:
-                self._process_slow()
-            else:
-                self._process()
+            self._drive(False)
 
 
 __all__ = ["ClientConnection", "NO_REPLY", "NULL_ARRAY"]

@@ -191,6 +191,10 @@ class Server:
             self.journal = open_persistence(self)
             if self.journal is not None:
                 self.journal.start()
+        if cfg.backup_to and getattr(self, "_backup_task", None) is None:
+            from .backup_schedule import start_scheduled_backups
+
+            self._backup_task = start_scheduled_backups(self)
         if cfg.port:
             hosts = cfg.host.split() if cfg.host else None
             srv = await loop.create_server(

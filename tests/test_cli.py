@@ -49,6 +49,16 @@ def test_version():
         assert p.stdout.strip() == f"respqueue {__version__}"
 
 
+def test_installed_console_script():
+    import shutil
+
+    exe = shutil.which("respqueue")
+    if exe is None:
+        pytest.skip("the respqueue console script is not installed (pip install -e .); python -m is tested")
+    p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stdout.strip() == f"respqueue {__version__}"
+
+
 def test_console_script_entry_point():
     from respqueue.cli import main
 

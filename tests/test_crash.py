@@ -209,8 +209,8 @@ def test_kill9_durable_every_ack_survives() -> None:
     model: Model = {}
     total_ops = 0
     try:
-        for _round in range(20):
-            acked, inflight, _ = run_round(node, rng, xid, rng.uniform(0.05, 0.4))
+        for _round in range(16):
+            acked, inflight, _ = run_round(node, rng, xid, rng.uniform(0.05, 0.3))
             for _, op in acked:
                 apply(model, op)
             total_ops += len(acked)
@@ -223,7 +223,7 @@ def test_kill9_durable_every_ack_survives() -> None:
                 model = alt
             else:
                 assert got == model, f"round {_round}: acknowledged writes lost"
-        assert total_ops > 200
+        assert total_ops > 100
     finally:
         node.stop()
 
@@ -235,7 +235,7 @@ def test_kill9_buffered_loses_at_most_the_window() -> None:
     xid = [10_000]
     model: Model = {}
     try:
-        for _round in range(5):
+        for _round in range(4):
             acked, inflight, killed = run_round(node, rng, xid, rng.uniform(0.1, 0.4))
             ops = [op for _, op in acked] + ([inflight] if inflight else [])
             node.start()
@@ -252,5 +252,66 @@ def test_kill9_buffered_loses_at_most_the_window() -> None:
             must = sum(1 for t, _ in acked if t < killed - (window_ms + 250) / 1000.0)
             assert k >= must, f"round {_round}: lost {must - k} writes older than the window"
             model = states[k]
+    finally:
+        node.stop()
+
+
+def test_kill9_bullmq_worker_carries_on() -> None:
+    """kill -9 during a BullMQ producer+worker run; after the restart a new worker
+    finishes every acknowledged job (active ones come back via the stalled check)."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    bullmq = __import__("pytest").importorskip("bullmq")
+    from .servers import ROOT
+
+    rng = random.Random(11)
+    node = Node()
+    try:
+        for rnd in range(2):
+            qname = f"crash{rnd}"
+            p = subprocess.Popen(
+                [sys.executable, os.path.join(ROOT, "interop", "bullmq_py", "crash_producer.py"), str(node.proc.port), qname, "200"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )
+            time.sleep(rng.uniform(1.0, 2.0))
+            node.proc.proc.send_signal(signal.SIGKILL)
+            node.proc.proc.wait(10)
+            node.proc.log.close()
+            p.kill()
+            out, _ = p.communicate(timeout=10)
+            acked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("added ")]
+            assert acked, "the producer got nothing acknowledged before the kill"
+            node.start()
+
+            async def finish(port: int, ids: list[int], name: str) -> dict[str, Any]:
+                conn = {"connection": {"host": "127.0.0.1", "port": port}}
+
+                async def proc(job, token):  # noqa: ANN001, ANN202
+                    return job.data["i"] * 2
+
+                w = bullmq.Worker(name, proc, {**conn, "lockDuration": 2000, "stalledInterval": 1000})
+                w.on("error", lambda *a: None)
+                r = redis.Redis(port=port)
+                deadline = time.time() + 30
+                try:
+                    while time.time() < deadline:
+                        done = {m.decode() for m in r.zrange(f"bull:{name}:completed", 0, -1)}
+                        if all(f"j{i}" in done for i in ids):
+                            break
+                        await asyncio.sleep(0.2)
+                    return {
+                        "missing": [i for i in ids if f"j{i}" not in done],
+                        "values": {i: r.hget(f"bull:{name}:j{i}", "returnvalue") for i in ids},
+                    }
+                finally:
+                    r.close()
+                    await asyncio.wait_for(w.close(), 10)
+
+            res = asyncio.run(finish(node.proc.port, acked, qname))
+            assert res["missing"] == [], f"round {rnd}: acknowledged jobs never completed"
+            assert all(v == str(i * 2).encode() for i, v in res["values"].items())
     finally:
         node.stop()

@@ -120,6 +120,9 @@ HUGE = [
     b"*1\r\n*2147483647\r\n",
     b"*1\r\n%2147483647\r\n",
     b"*1\r\n~1000000000\r\n",
+    b"*1\r\n|2147483647\r\n",
+    b"*2\r\n$4\r\nECHO\r\n>2147483647\r\n",
+    b"PING\r\n*2147483647\r\n",
     b">1000000000\r\n",
     b"%1000000000\r\n",
     b"*1\r\n$2147483647\r\n",
@@ -184,7 +187,7 @@ def _random_commands(rng: random.Random) -> list[list[str]]:
     for cmd in unique_commands():
         if cmd.name in EXCLUDED:
             continue
-        for _ in range(12):
+        for _ in range(20):
             argv = [cmd.name.upper() if rng.random() < 0.5 else cmd.name]
             if cmd.subcommands:
                 subs = sorted({s.name for s in cmd.subcommands.values()} - {s for c, s in EXCLUDED_SUB if c == cmd.name})

@@ -114,6 +114,9 @@ def test_restart_keeps_every_type(node: Node) -> None:
     r.xgroup_create("st", "g", id="0")
     r.xreadgroup("g", "c1", {"st": ">"}, count=1)
     r.xgroup_create("empty", "g2", id="$", mkstream=True)
+    r.xadd("bigid", {"f": "1"}, id="5-5")
+    r.xadd("bigid", {"f": "2"}, id="9223372036854775808-0")
+    r.xadd("bigid", {"f": "3"}, id="18446744073709551615-18446744073709551615")
     r.execute_command("SELECT", 3)
     r.set("in3", "x")
     r.execute_command("SELECT", 0)
@@ -373,3 +376,33 @@ def test_o1_rows_per_change(node: Node) -> None:
     wal = os.path.getsize(path + "-wal") - size0 if os.path.exists(path + "-wal") else 0
     # 20 single-member changes must not rewrite the 5000-member zset (~100 KB+ per rewrite)
     assert wal < 20 * 5 * 4096 + 65536
+
+
+def test_blocked_pop_is_journaled(node: Node) -> None:
+    import threading
+
+    got: list[Any] = []
+    other = redis.Redis(port=node.proc.port)
+    t = threading.Thread(target=lambda: got.append(other.blpop(["q"], 5)))
+    t.start()
+    time.sleep(0.3)
+    node.r.rpush("q", "a", "b")
+    t.join()
+    other.close()
+    assert got == [(b"q", b"a")]
+    node.restart(signal.SIGKILL)
+    assert node.r.lrange("q", 0, -1) == [b"b"]
+
+
+def test_store_is_plain_sqlite(node: Node) -> None:
+    node.r.hset("h", "f", "v")
+    node.r.zadd("z", {"m": 2.5})
+    node.r.save()
+    conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("1",)
+        assert conn.execute("SELECT type FROM keys WHERE key=?", (b"h",)).fetchone() == ("hash",)
+        assert conn.execute("SELECT field, value FROM hash_fields").fetchall() == [(b"f", b"v")]
+        assert conn.execute("SELECT member, score FROM zset_members").fetchall() == [(b"m", 2.5)]
+    finally:
+        conn.close()

@@ -8,6 +8,9 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+import hiredis
+import pytest
+
 from .servers import RawConn, encode_command, start_redis, start_respqueue
 
 
@@ -332,3 +335,106 @@ def test_client_not_reading_does_not_stall_others(rq_server):
         assert time.time() - t0 < 1.0
     hog.close()
     setup.close()
+
+
+# ---- fast (hiredis) and exact parsers taking turns ------------------------------------
+def _roundtrip(port: int, payload: bytes, n: int, chunk: int = 0) -> list[bytes]:
+    c = RawConn(port, timeout=30)
+    if chunk:
+        for i in range(0, len(payload), chunk):
+            c.send_raw(payload[i : i + chunk])
+    else:
+        c.send_raw(payload)
+    out = _read_n(c, n)
+    assert c.call_raw("PING") == b"+PONG\r\n"
+    c.close()
+    return out
+
+
+@pytest.mark.parametrize("chunk", [0, 1000, 65536])
+def test_mixed_inline_multibulk_and_big_values(rq_server, redis_ref, chunk):
+    tricky = b"x\n*12345678\r\n>99999999\n%1000000|1234567" * 3
+    parts = [
+        b"FLUSHALL\r\n",
+        encode_command(("SET", "t", tricky)),
+        b"GET t\r\n",
+        encode_command(("SET", "big", b"y" * 300_000 + b"\n*2147483647\r\n" + b"z" * 100)),
+        encode_command(("STRLEN", "big")),
+        b"SET inl \"a b\"\r\n",
+        encode_command(("GET", "inl")),
+        b"*1\r\n$4\r\nPING\r\n" * 50,
+        b"ECHO 'x y'\r\n" * 20,
+        encode_command(("APPEND", "big", "!")),
+        encode_command(("GETRANGE", "big", "-3", "-1")),
+    ]
+    n = 7 + 50 + 20 + 2
+    payload = b"".join(parts)
+    assert _roundtrip(rq_server.port, payload, n, chunk) == _roundtrip(redis_ref.port, payload, n, chunk)
+
+
+def test_large_pipeline_of_big_requests(rq_server, redis_ref):
+    cmds = [("SET", f"k{i}", (b"%d" % i) * 5000) for i in range(200)] + [("STRLEN", f"k{i}") for i in range(200)]
+    payload = b"".join(encode_command(c) for c in cmds)
+    for chunk in (0, 7919):
+        assert _roundtrip(rq_server.port, payload, len(cmds), chunk) == _roundtrip(redis_ref.port, payload, len(cmds), chunk)
+
+
+def test_resp3_replies_match_redis(diff3):
+    diff3("SET", "k", "v")
+    diff3("GET", "k")
+    diff3("GET", "nokey")
+    diff3("MGET", "k", "nokey")
+    diff3("INCRBYFLOAT", "f", "1.5")
+    diff3("TTL", "k")
+    diff3("TYPE", "k")
+    diff3("EXISTS", "k")
+    diff3("SET", "k", "v", "NX")
+    diff3("SET", "k", "v", "XX", "GET")
+    diff3("GETEX", "nokey")
+    diff3("ZADD", "z", "1.5", "a", "2", "b")
+    diff3("ZSCORE", "z", "a")
+    diff3("ZSCORE", "z", "nokey")
+    diff3("ZINCRBY", "z", "0.1", "b")
+    diff3("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    a, b = diff3.both("SCAN", "0", "COUNT", "100")
+    pa, pb = hiredis.Reader(), hiredis.Reader()
+    pa.feed(a)
+    pb.feed(b)
+    ra, rb = pa.gets(), pb.gets()
+    assert ra[0] == rb[0] == b"0" and sorted(ra[1]) == sorted(rb[1])
+    diff3("OBJECT", "HELP")
+    diff3("ECHO", "x")
+    diff3("PING")
+    diff3("NOSUCH")
+    a, b = diff3.both("CLIENT", "INFO")
+    assert a.startswith(b"=") and b.startswith(b"=")
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_blocked_client_resumes_its_pipeline(rq_server, redis_ref, inline):
+    if inline:
+        payload = b"BLPOP bq 0\r\nPING\r\nECHO \"x y\"\r\n"
+    else:
+        payload = encode_command(("BLPOP", "bq", "0")) + encode_command(("PING",)) + encode_command(("ECHO", "x y"))
+    results = []
+    for port in (rq_server.port, redis_ref.port):
+        a, b = RawConn(port), RawConn(port)
+        b.call_raw("DEL", "bq")
+        a.send_raw(payload)
+        time.sleep(0.2)
+        a.send_raw(b"ECHO late\r\n")  # arrives while blocked
+        time.sleep(0.1)
+        assert b.call_raw("RPUSH", "bq", "v") == b":1\r\n"
+        results.append(_read_n(a, 4))
+        a.close()
+        b.close()
+    assert results[0] == results[1]
+    assert results[0][1] == b"+PONG\r\n"
+
+
+def test_alternating_inline_and_multibulk_many_times(rq_server):
+    # each alternation hands the input from one parser to the other
+    payload = (b"PING\r\n" + encode_command(("PING",))) * 3000
+    want = b"+PONG\r\n" * 6000
+    got, closed = exchange(rq_server.port, [payload], expect=want, quiet=0.5)
+    assert got == want and not closed

@@ -10,7 +10,9 @@ KEYS = ["a", "b", "c", "n"]
 VALUES = ["", "0", "1", "-1", "10", "abc", "x y", "9223372036854775807", "1.5", "007"]
 INTS = ["0", "1", "-1", "2", "5", "100", "-100", "x", "9223372036854775807", "-9223372036854775808"]
 FLOATS = ["0", "1.5", "-0.25", "1e3", "x", "inf", "0.1"]
-TTLS = ["0", "1", "100", "1000", "-1", "x"]
+TTLS = ["0", "100", "1000", "-1", "x"]
+PTTLS = ["0", "100000", "5000000", "-1", "x"]
+EXPIRE_OPTS = st.sampled_from([[], ["NX"], ["XX"], ["GT"], ["LT"], ["NX", "XX"]])
 
 key = st.sampled_from(KEYS)
 val = st.sampled_from(VALUES)
@@ -46,8 +48,9 @@ COMMANDS = st.one_of(
     st.tuples(st.just("TYPE"), key),
     st.tuples(st.sampled_from(["RENAME", "RENAMENX"]), key, key),
     st.builds(lambda a, b, o: ["COPY", a, b, *o], key, key, st.sampled_from([[], ["REPLACE"]])),
-    st.builds(lambda c, k, t, o: [c, k, t, *o], st.sampled_from(["EXPIRE", "PEXPIRE"]), key,
-              st.sampled_from(TTLS), st.sampled_from([[], ["NX"], ["XX"], ["GT"], ["LT"], ["NX", "XX"]])),
+    # (no short positive TTLs: when a key expires would depend on timing)
+    st.builds(lambda k, t, o: ["EXPIRE", k, t, *o], key, st.sampled_from(TTLS), EXPIRE_OPTS),
+    st.builds(lambda k, t, o: ["PEXPIRE", k, t, *o], key, st.sampled_from(PTTLS), EXPIRE_OPTS),
     st.tuples(st.sampled_from(["TTL", "PERSIST"]), key),
     st.tuples(st.just("OBJECT"), st.just("ENCODING"), key),
     st.tuples(st.just("LPUSH"), key, val),

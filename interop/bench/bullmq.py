@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=200, help="jobs/s of the steady stream for the latency workload")
     ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
     ap.add_argument("--json", default="", help="also write the raw results to this file")
+    ap.add_argument("--durability", default="", choices=("", "durable", "buffered", "memory"),
+                    help="respqueue --durability (default: the server's default, durable)")
     a = ap.parse_args(argv)
     if shutil.which("node") is None or not os.path.isdir(os.path.join(HERE, "..", "node_modules", "bullmq")):
         print("needs node and `npm ci` in interop/", file=sys.stderr)
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 1 if a.quick else a.rounds
     workloads = [w for w in a.only.split(",") if w] or WORKLOADS
     rd: Proc = start_redis()
-    rq: Proc = start_respqueue()
+    rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []))
     results: dict[str, dict[str, Totals]] = {}
     raw: list[dict] = []
     try:
@@ -157,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(raw, f, indent=1)
     print()
     print(f"machine: {machine()}; Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}, "
-          f"bullmq 6.7.0 + ioredis; {rounds} round(s) per server, alternating")
+          f"bullmq 6.7.0 + ioredis; {rounds} round(s) per server, alternating; "
+          f"respqueue durability: {a.durability or 'default (durable)'}; redis: no persistence")
     print("| workload | jobs/run | respqueue jobs/s | redis jobs/s | respqueue/redis | respqueue CPU s/1000 jobs | redis CPU s/1000 jobs |")
     print("|---|---|---|---|---|---|---|")
     for w, tot in results.items():

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from ..errors import DB_INDEX_OUT_OF_RANGE, NOT_INTEGER, SYNTAX, WRONGPASS
-from ..resp import NO_REPLY, OK, PONG, RedisError, Status, Verbatim
+from ..resp import NO_REPLY, OK, PONG, RedisError, SetReply, Status, Verbatim
 from .registry import command, container, subcommand
 from .util import eq, str2int
 
@@ -213,17 +213,19 @@ def _on_off(a: bytes) -> bool:
 def client_line(c: Any, now: float | None = None) -> bytes:
     """One CLIENT LIST line, in Redis 7.2's field order."""
     now = time.time() if now is None else now
-    flags = ""
-    if getattr(c, "blocked", None) is not None:
-        flags += "b"
-    if c.multi is not None:
-        flags += "x"
-    if c.channels or c.patterns:
-        flags += "P"
-    if c.dirty_cas:
-        flags += "d"
+    flags = ""  # in Redis's order (networking.c getClientInfoString)
     if getattr(c, "monitor", False):
         flags += "O"
+    if c.channels or c.patterns:
+        flags += "P"
+    if c.multi is not None:
+        flags += "x"
+    if getattr(c, "blocked", None) is not None:
+        flags += "b"
+    if c.dirty_cas:
+        flags += "d"
+    if getattr(c, "addr", b"").startswith(b"/"):
+        flags += "U"
     if c.no_evict:
         flags += "e"
     if c.no_touch:
@@ -260,7 +262,7 @@ def client_list(c: Any, argv: list[bytes]) -> Any:
     i = 2
     while i < len(argv):
         opt = argv[i].lower()
-        if opt == b"type" and i + 1 < len(argv):
+        if opt == b"type" and len(argv) == 4:
             t = argv[i + 1].lower()
             if t == b"normal":
                 clients = [x for x in clients if not (x.channels or x.patterns)]
@@ -319,14 +321,15 @@ def client_kill(c: Any, argv: list[bytes]) -> Any:
             if v is None or v <= 0:
                 raise RedisError("ERR client-id should be greater than 0")
             filters.append((opt, val))
-        elif opt in (b"addr", b"laddr", b"user", b"type", b"maxage"):
+        elif opt in (b"addr", b"laddr", b"user", b"type"):
             if opt == b"type" and val.lower() not in (b"normal", b"pubsub", b"master", b"replica", b"slave"):
                 raise RedisError(b"ERR Unknown client type '" + val + b"'")
+            if opt == b"user" and val != b"default":
+                raise RedisError(b"ERR No such user '" + val + b"'")
             filters.append((opt, val))
         else:
             raise SYNTAX
     killed = 0
-    now = time.time()
     for x in list(server.clients.values()):
         if skipme and x is c:
             continue
@@ -343,8 +346,6 @@ def client_kill(c: Any, argv: list[bytes]) -> Any:
             elif opt == b"type":
                 t = val.lower()
                 ok = (t == b"pubsub") == bool(x.channels or x.patterns) and t in (b"normal", b"pubsub")
-            elif opt == b"maxage":
-                ok = now - x.created >= int(val)
             if not ok:
                 break
         if ok:
@@ -384,6 +385,23 @@ def client_reply(c: Any, argv: list[bytes]) -> Any:
     if mode in (b"off", b"skip"):
         return NO_REPLY
     raise SYNTAX
+
+
+@subcommand("client", "getredir", 2, "noscript loading stale")
+def client_getredir(c: Any, argv: list[bytes]) -> Any:
+    return -1  # no client-side caching: never redirecting
+
+
+@subcommand("client", "trackinginfo", 2, "noscript loading stale")
+def client_trackinginfo(c: Any, argv: list[bytes]) -> Any:
+    return {b"flags": SetReply([b"off"]), b"redirect": -1, b"prefixes": []}
+
+
+@subcommand("client", "caching", 3, "noscript loading stale")
+def client_caching(c: Any, argv: list[bytes]) -> Any:
+    raise RedisError(
+        "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+    )
 
 
 @subcommand("client", "help", 2, "loading stale")

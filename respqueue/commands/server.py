@@ -507,12 +507,13 @@ def _sec_persistence(server: Any) -> list[str]:
             f"store_path:{j.store.path}",
             f"last_commit_ms:{j.last_commit_ms:.3f}",
             f"commits:{j.commits}",
+            f"uncommitted_changes:{j.uncommitted()}",
             f"commit_errors:{j.commit_errors}",
             "store_status:" + ("ok" if server.write_refused is None else "err"),
         ]
         bgsave_ok = server.write_refused is None
     else:
-        extra = ["durability:memory", "store_path:", "last_commit_ms:0", "commits:0", "commit_errors:0", "store_status:ok"]
+        extra = ["durability:memory", "store_path:", "last_commit_ms:0", "commits:0", "uncommitted_changes:0", "commit_errors:0", "store_status:ok"]
     return [
         f"loading:{1 if getattr(server, 'loading', False) else 0}",
         "async_loading:0",
@@ -1219,6 +1220,7 @@ def _saved(server: Any) -> None:
         server.lastsave = int(time.time())
     else:
         # BGSAVE / SHUTDOWN SAVE: commit the open batch now (lastsave follows the commit)
+        server.dirty = 0
         j.flush_soon()
 
 
@@ -1230,6 +1232,7 @@ def save(c: Any, argv: list[bytes]) -> Any:
         c.server.rdb_saves = getattr(c.server, "rdb_saves", 0) + 1
         if j.failed_ops is not None:
             raise c.server.write_refused
+        c.server.dirty = 0
         j.flush_soon()
         c.journal_hold()
         return OK

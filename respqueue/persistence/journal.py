@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("respqueue")
 
 MASK64 = (1 << 64) - 1
+_I64 = 1 << 63
+
+
+def s64(u: int) -> int:
+    """An unsigned 64-bit stream ID part as SQLite's signed INTEGER (two's complement)."""
+    return u - (1 << 64) if u >= _I64 else u
 
 _KEY_UPSERT = "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value) VALUES(?,?,?,?,?,?)"
 _KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
@@ -107,6 +113,8 @@ class Journal:
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.store.start_writer(self._done_threadsafe)
+        if self.dirty:  # keys found expired at load: delete them from the file
+            self._schedule()
 
     # ---- hooks called by the keyspace -------------------------------------
     def key_changed(self, db: Database, key: bytes) -> None:
@@ -212,6 +220,7 @@ class Journal:
             if inflight is not None:
                 self.changes += inflight[2]
             self._release(bid, server.write_refused)
+            self._notify_idle()
             assert self.loop is not None
             self.loop.call_later(1.0, self._retry)
             return
@@ -219,8 +228,6 @@ class Journal:
         self.committed_id = bid
         self.last_commit_time = time.time()
         server.lastsave = int(self.last_commit_time)
-        if inflight is not None:
-            server.dirty = max(0, server.dirty - inflight[2])
         if server.write_refused is not None:
             log.warning("the store %s is writable again; accepting writes", self.store.path)
             server.write_refused = None
@@ -265,6 +272,10 @@ class Journal:
             if not self.busy and not self.scheduled:
                 self._schedule(now=True)
             await f
+
+    def uncommitted(self) -> int:
+        """Changes not yet committed (the open batch and the one being written)."""
+        return self.changes + (self.inflight[2] if self.inflight else 0) + (1 if self.failed_ops else 0)
 
     def flush_soon(self) -> None:
         """BGSAVE: close the open batch now."""
@@ -336,7 +347,9 @@ class Journal:
             v.attach((dbi, key))
             rows = [(dbi, key, p, x) for p, x in v.positioned()]
         else:
-            rows = [(dbi, key, i >> 64, i & MASK64, msgpack.packb(fv, use_bin_type=True)) for i, fv in v.live_entries()]
+            rows = [
+                (dbi, key, s64(i >> 64), s64(i & MASK64), msgpack.packb(fv, use_bin_type=True)) for i, fv in v.live_entries()
+            ]
             v._jlog = []
         if rows:
             ops.append((_UPSERT[rt], rows, True))
@@ -359,9 +372,9 @@ class Journal:
         else:
             for e, x in changes.items():
                 if x is None:
-                    dels.append((dbi, key, e >> 64, e & MASK64))
+                    dels.append((dbi, key, s64(e >> 64), s64(e & MASK64)))
                 else:
-                    ups.append((dbi, key, e >> 64, e & MASK64, msgpack.packb(x, use_bin_type=True)))
+                    ups.append((dbi, key, s64(e >> 64), s64(e & MASK64), msgpack.packb(x, use_bin_type=True)))
         if dels:
             ops.append((_DELETE[rt], dels, True))
         if ups:

@@ -19,6 +19,7 @@ from ..types.stream import Consumer, Group, Nack, Stream
 from ..types.zset import ZSet
 
 _KEY = itemgetter(0, 1)
+_M64 = (1 << 64) - 1
 
 
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
@@ -85,8 +86,10 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
     for k, rows in groupby(conn.execute("SELECT db, key, ms, seq, fields FROM stream_entries"), _KEY):
         if k in metas and metas[k][0] == "stream":
             s = Stream()
-            for r in rows:
-                s.append((r[2] << 64) | r[3], msgpack.unpackb(r[4], raw=True, use_list=True))
+            # IDs parts >= 2**63 are stored negative (two's complement): order by the unsigned ID
+            ents = sorted(((r[2] & _M64) << 64 | (r[3] & _M64), r[4]) for r in rows)
+            for i, blob in ents:
+                s.append(i, msgpack.unpackb(blob, raw=True, use_list=True))
             _apply_stream_meta(s, metas[k][1])
             put(k, s, b"stream")
     # streams without entries (emptied by XDEL/XTRIM, or created by XGROUP MKSTREAM)

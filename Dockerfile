@@ -1,0 +1,27 @@
+# respqueue: a Redis-protocol server for BullMQ job queues, durable on SQLite.
+#   docker build -t respqueue .
+#   docker run -p 6379:6379 -v respqueue-data:/data respqueue
+# Settings come from RESPQUEUE_* environment variables (see README.md and docs/BACKUPS.md).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY respqueue ./respqueue
+COPY compat ./compat
+COPY lua ./lua
+RUN pip install . && rm -rf /src
+
+WORKDIR /data
+VOLUME /data
+EXPOSE 6379
+
+# PING over a raw socket: the slim image has no redis-cli
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import socket; s = socket.create_connection(('127.0.0.1', 6379), 2); s.sendall(b'PING\\r\\n'); assert s.recv(64).startswith((b'+PONG', b'-NOAUTH'))"]
+
+CMD ["respqueue", "serve", "--host", "0.0.0.0", "--dir", "/data"]

@@ -1,0 +1,163 @@
+"""Spark into the queue: add a DataFrame's rows as BullMQ jobs.
+
+    from respqueue.pipeline import enqueue
+    res = enqueue(df, "emails", name="send", data_cols=["to", "subject"],
+                  connection={"host": "127.0.0.1", "port": 6379})
+    print(res.total, res.partitions)
+
+Each Spark partition opens its own bullmq-python ``Queue`` and adds its rows with ``addBulk`` in batches
+of ``batch_size``; a batch that fails (connection error, timeout, server error) is retried up to
+``max_retries`` times with exponential backoff, then the job fails. A retried batch may have been added
+once already (the reply was lost): give ``job_id_col`` to make retries idempotent (BullMQ ignores a job
+id it already holds). Jobs are plain BullMQ jobs, processed by ordinary Node or Python workers.
+
+bullmq and pyspark are imported inside the functions (the executors need ``bullmq`` installed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import decimal
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+Connection = dict[str, Any] | str
+
+
+@dataclass
+class EnqueueResult:
+    """What ``enqueue`` added: the total and one entry per partition."""
+
+    queue: str
+    total: int = 0
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def retries(self) -> int:
+        return sum(p["retries"] for p in self.partitions)
+
+    def summary(self) -> str:
+        rate = self.total / self.seconds if self.seconds > 0 else 0.0
+        return (f"added {self.total} jobs to {self.queue} from {len(self.partitions)} partition(s) "
+                f"in {self.seconds:.2f} s ({rate:,.0f} jobs/s, {self.retries} batch retries)")
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (_dt.datetime, _dt.date)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if hasattr(v, "asDict"):
+        return _jsonable(v.asDict(recursive=True))
+    return v
+
+
+def row_to_job(row: dict[str, Any], name: str, data_cols: list[str] | None, opts: dict[str, Any] | None,
+               name_col: str | None = None, job_id_col: str | None = None) -> dict[str, Any]:
+    """One addBulk entry from a row (a dict)."""
+    cols = data_cols if data_cols is not None else list(row)
+    data = {c: _jsonable(row.get(c)) for c in cols}
+    job_opts = dict(opts or {})
+    if job_id_col is not None and row.get(job_id_col) is not None:
+        job_opts["jobId"] = str(row[job_id_col])
+    job_name = str(row[name_col]) if name_col is not None and row.get(name_col) is not None else name
+    return {"name": job_name, "data": data, "opts": job_opts}
+
+
+async def add_rows(rows: Iterable[dict[str, Any]], queue: str, *, name: str = "default",
+                   data_cols: list[str] | None = None, opts: dict[str, Any] | None = None,
+                   connection: Connection | None = None, prefix: str | None = None, batch_size: int = 1000,
+                   max_retries: int = 3, backoff_s: float = 0.2, name_col: str | None = None,
+                   job_id_col: str | None = None) -> dict[str, Any]:
+    """Add rows as jobs in batches through bullmq-python's addBulk; return counts."""
+    from bullmq import Queue
+
+    qopts: dict[str, Any] = {"connection": connection if connection is not None else {"host": "127.0.0.1", "port": 6379}}
+    if prefix:
+        qopts["prefix"] = prefix
+    q = Queue(queue, qopts)
+    added = batches = retries = 0
+    try:
+        batch: list[dict[str, Any]] = []
+
+        async def flush() -> None:
+            nonlocal added, batches, retries
+            for attempt in range(max_retries + 1):
+                try:
+                    await q.addBulk(batch)
+                    break
+                except Exception:
+                    if attempt == max_retries:
+                        raise
+                    retries += 1
+                    await asyncio.sleep(backoff_s * (2 ** attempt))
+            added += len(batch)
+            batches += 1
+            batch.clear()
+
+        for row in rows:
+            batch.append(row_to_job(row, name, data_cols, opts, name_col, job_id_col))
+            if len(batch) >= batch_size:
+                await flush()
+        if batch:
+            await flush()
+    finally:
+        await q.close()
+    return {"added": added, "batches": batches, "retries": retries}
+
+
+def _partition_adder(queue: str, kw: dict[str, Any]) -> Any:
+    def run(index: int, it: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        t0 = time.time()
+        res = asyncio.run(add_rows((r.asDict(recursive=True) for r in it), queue, **kw))
+        res.update(partition=index, seconds=round(time.time() - t0, 3))
+        yield res
+
+    return run
+
+
+def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | None = None,
+            opts: dict[str, Any] | None = None, connection: Connection | None = None, *, prefix: str | None = None,
+            batch_size: int = 1000, max_retries: int = 3, name_col: str | None = None,
+            job_id_col: str | None = None) -> EnqueueResult:
+    """Add every row of the Spark DataFrame ``df`` to BullMQ queue ``queue``; one addBulk stream per partition.
+
+    ``data_cols`` picks the columns that form each job's data (default: all); ``name`` is the job name, or
+    take it per row from ``name_col``; ``opts`` are BullMQ job options for every job; ``connection`` is a
+    bullmq connection (dict of redis-py options or a redis:// URL), default 127.0.0.1:6379.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    if data_cols is not None:
+        missing = [c for c in data_cols if c not in df.columns]
+        if missing:
+            raise ValueError(f"no such column(s): {', '.join(missing)}")
+    kw = {"name": name, "data_cols": data_cols, "opts": opts, "connection": connection, "prefix": prefix,
+          "batch_size": batch_size, "max_retries": max_retries, "name_col": name_col, "job_id_col": job_id_col}
+    t0 = time.time()
+    parts = df.rdd.mapPartitionsWithIndex(_partition_adder(queue, kw)).collect()
+    parts.sort(key=lambda p: p["partition"])
+    return EnqueueResult(queue=queue, total=sum(p["added"] for p in parts), partitions=parts,
+                         seconds=time.time() - t0)
+
+
+def read_file(spark: Any, path: str) -> Any:
+    """A DataFrame from a .parquet, .csv (with a header row) or .jsonl/.json file (or folder)."""
+    low = path.lower().rstrip("/")
+    if low.endswith(".parquet") or low.endswith(".pq"):
+        return spark.read.parquet(path)
+    if low.endswith(".csv"):
+        return spark.read.option("header", "true").option("inferSchema", "true").csv(path)
+    if low.endswith(".jsonl") or low.endswith(".json") or low.endswith(".ndjson"):
+        return spark.read.json(path)
+    raise ValueError(f"cannot tell the format of {path} (use .parquet, .csv or .jsonl)")
