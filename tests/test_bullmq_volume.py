@@ -45,6 +45,7 @@ def test_worker_processes_every_job_exactly_once() -> None:
         alive = srv.proc.poll() is None
     finally:
         srv.stop()
+        shutil.rmtree(srv.workdir, ignore_errors=True)
     print(f"\nvolume: {JOBS} jobs in {out.get('total_ms')} ms ({out.get('jobs_per_s')} jobs/s), "
           f"lost={out.get('lost')} dupes={out.get('dupes')}")
     assert alive, "respqueue exited during the run"

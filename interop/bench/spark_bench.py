@@ -40,7 +40,7 @@ def llen(port: int, key: str) -> int:
     return int(redis.Redis(port=port, socket_timeout=120).llen(key))
 
 
-def bench_enqueue(spark, port: int, rows: int, batch: int) -> dict:
+def bench_enqueue(spark, port: int, rows: int, batch: int, node: bool = True) -> dict:
     from respqueue.pipeline import enqueue
 
     cores = spark.sparkContext.defaultParallelism
@@ -53,8 +53,14 @@ def bench_enqueue(spark, port: int, rows: int, batch: int) -> dict:
     secs = time.perf_counter() - t0
     df.unpersist()
     waiting = llen(port, "bull:bench_spark:wait")
+    import redis
+
+    last_id = int(redis.Redis(port=port, socket_timeout=120).get("bull:bench_spark:id") or 0)
     out = {"jobs": res.total, "partitions": len(res.partitions), "seconds": round(secs, 2),
-           "jobs_per_s": round(res.total / secs), "ok": waiting == rows, "retries": res.retries}
+           "jobs_per_s": round(res.total / secs), "ok": waiting == rows, "waiting": waiting,
+           "last_id": last_id, "retries": res.retries}
+    if not node:
+        return out
     flushall(port)
     p = subprocess.run(["node", os.path.join(HERE, "bullmq_bench.js"), str(port), "addbulk", "--jobs", str(rows),
                         "--batch", str(batch)], capture_output=True, text=True, timeout=7200)
@@ -102,6 +108,7 @@ def main() -> int:
     ap.add_argument("--durability", default=None, choices=("durable", "buffered", "memory"))
     ap.add_argument("--skip-enqueue", action="store_true")
     ap.add_argument("--skip-analytics", action="store_true")
+    ap.add_argument("--skip-node", action="store_true")
     ns = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
@@ -118,7 +125,7 @@ def main() -> int:
             srv = start_respqueue(*extra)
             try:
                 result["durability"] = ns.durability or "default"
-                result["enqueue"] = bench_enqueue(spark, srv.port, ns.rows, ns.batch)
+                result["enqueue"] = bench_enqueue(spark, srv.port, ns.rows, ns.batch, not ns.skip_node)
             finally:
                 srv.stop()
             print(json.dumps(result), flush=True)
