@@ -26,6 +26,7 @@ import asyncio
 import logging
 import re
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import hiredis
@@ -93,10 +94,11 @@ class ClientConnection(asyncio.Protocol, Client):
         self.monitor = False
         self.paused_reading = False
         self.processing = False
-        # durable mode: output held (in order, (bytes, is_write_reply)) until the
-        # journal has committed batch ``hold_until``; None when nothing is held
-        self.held: list[tuple[bytes, bool]] | None = None
-        self.hold_until = 0
+        # durable mode: output held in order as (batch id it waits for, bytes,
+        # is_write_reply) until the journal has committed that batch; None when
+        # nothing is held
+        self.held: deque[tuple[int, bytes, bool]] | None = None
+        self.hold_bid = 0
         self.close_when_released = False
 
     # ---- connection lifecycle -------------------------------------------
@@ -395,7 +397,7 @@ class ClientConnection(asyncio.Protocol, Client):
             self.journal_hold()
             if r is not NO_REPLY:
                 encode(r, out, self.resp == 3)
-                self.held.append((b"".join(out), True))  # type: ignore[union-attr]
+                self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
                 out.clear()
         elif r is not NO_REPLY:
             encode(r, out, self.resp == 3)
@@ -417,30 +419,37 @@ class ClientConnection(asyncio.Protocol, Client):
 
     # ---- output ---------------------------------------------------------
     def journal_hold(self) -> None:
-        """This connection's last command wrote: hold its output until that is committed."""
+        """This connection's last command wrote: its output from here on waits
+        for the commit of the journal's open batch (earlier output does not)."""
         if self.held is None:
-            self.held = []
-        self.server.journal.hold(self)
+            self.held = deque()
+        self.hold_bid = self.server.journal.hold(self)
 
-    def release_held(self, error: bytes | None) -> None:
-        """The journal committed (or, with ``error``, failed) the batch we wait on."""
+    def release_held(self, committed: int, error: bytes | None) -> bool:
+        """Write the held output whose batch has committed (batch ``committed``);
+        with ``error`` that batch failed and its write replies become the error.
+        True when nothing is held any more."""
         held = self.held
-        self.held = None
+        if held is None:
+            return True
+        parts = []
+        while held and held[0][0] <= committed:
+            bid, data, is_write = held.popleft()
+            parts.append(error if (error is not None and is_write and bid == committed) else data)
         if not held:
-            return
-        if error is None:
-            data = b"".join([h[0] for h in held])
-        else:
-            data = b"".join([error if h[1] else h[0] for h in held])
+            self.held = None
         t = self.transport
-        if t is not None and not t.is_closing():
-            t.write(data)
-            if self.close_when_released:
+        if parts and t is not None and not t.is_closing():
+            t.write(b"".join(parts))
+        if self.held is None:
+            if self.close_when_released and t is not None:
                 t.close()
+            return True
+        return False
 
     def write(self, data: bytes) -> None:
         if self.held is not None:
-            self.held.append((data, False))
+            self.held.append((self.hold_bid, data, False))
             return
         t = self.transport
         if t is not None and not t.is_closing():
@@ -458,7 +467,7 @@ class ClientConnection(asyncio.Protocol, Client):
         out: list[bytes] = []
         encode(Push(msg) if self.resp == 3 else msg, out, self.resp == 3)
         if self.held is not None:
-            self.held.append((b"".join(out), False))
+            self.held.append((self.hold_bid, b"".join(out), False))
             return
         t.write(b"".join(out))
         limit = self.server.config.pubsub_output_limit

@@ -169,12 +169,13 @@ class Journal:
         elif self._timer is None:
             self._timer = loop.call_later(self.buffer_ms / 1000.0, self._close)
 
-    def hold(self, conn: Any) -> None:
-        """``conn`` wrote in the open batch: it waits for that batch's commit."""
-        conn.hold_until = self.open_id
+    def hold(self, conn: Any) -> int:
+        """``conn`` wrote in the open batch: it waits for that batch's commit,
+        whose id is returned (its output is tagged with it)."""
         self.waiters.add(conn)
         if not self.scheduled:
             self._schedule()
+        return self.open_id
 
     def _close(self) -> None:
         """Hand the open batch to the writer (unless it is busy: group commit)."""
@@ -251,9 +252,9 @@ class Journal:
 
     def _release(self, bid: int, error: RedisError | None) -> None:
         errb = None if error is None else b"-" + error.msg + b"\r\n"
-        for c in [c for c in self.waiters if c.hold_until <= bid]:
-            self.waiters.discard(c)
-            c.release_held(errb)
+        for c in list(self.waiters):
+            if c.release_held(bid, errb):
+                self.waiters.discard(c)
 
     def _notify_idle(self) -> None:
         while self._idle:
