@@ -37,7 +37,7 @@ def compile_glob(pattern: bytes) -> Callable[[bytes], bool]:
                 if ch == b"\\" and i + 1 < n:
                     i += 1
                     items.append(re.escape(pattern[i : i + 1]))
-                elif i + 2 < n and pattern[i + 1 : i + 2] == b"-" and pattern[i + 2 : i + 3] != b"]":
+                elif i + 2 < n and pattern[i + 1 : i + 2] == b"-":  # Redis: even "x-]" is a range
                     a, b = pattern[i], pattern[i + 2]
                     if a > b:
                         a, b = b, a

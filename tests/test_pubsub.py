@@ -484,6 +484,10 @@ def test_redis_py_resp3_pubsub(rq_server):
         assert got == [("message", b"v"), ("pmessage", b"v")]
         # the subscribed connection itself can run normal commands in RESP3
         p.execute_command("SET", "r3key", "1")
+        # the SET's reply is read by nobody here: wait until its effect is visible
+        deadline = time.time() + 5
+        while c.get("r3key") is None and time.time() < deadline:
+            time.sleep(0.01)
         assert c.get("r3key") == b"1"
     finally:
         p.close()

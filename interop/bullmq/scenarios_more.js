@@ -500,7 +500,11 @@ module.exports = function moreScenarios({ connection, track, waitFor, sleep, por
       const rt = await q.getJob(rtJob.id);
       return {
         rmGone, updData, promState, promErr, cdInfo, cdErr, cpPrio,
-        order, mdRuns, md: [md.attemptsMade, md.attemptsStarted, md.returnvalue],
+        // up to rt's first (failing) run everything was queued up front and runs in
+        // queue order; after it, md's delayed rerun and rt's retry race each other
+        order: order.slice(0, order.indexOf('rt') + 1),
+        reruns: order.slice(order.indexOf('rt') + 1).sort(),
+        mdRuns, md: [md.attemptsMade, md.attemptsStarted, md.returnvalue],
         rt: [rt.attemptsMade, rt.failedReason || null, rt.returnvalue], rtRuns,
         counts: await q.getJobCounts('completed', 'failed', 'delayed', 'wait'),
         keys: await layout('s_ops'),
