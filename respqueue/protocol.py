@@ -88,6 +88,7 @@ class ClientConnection(asyncio.Protocol, Client):
         # Set while the exact (slow) parser owns the input.
         self.slow: RequestParser | None = None
         self.agg_tail = False  # the last read ended inside an aggregate header
+        self.agg_tail_bytes = b""  # ... and these are its bytes
         self.addr = b"?:0"
         self.laddr = b"?:0"
         self.fd = -1
@@ -201,7 +202,10 @@ class ClientConnection(asyncio.Protocol, Client):
             return
         if self.closing:
             return
-        self.agg_tail = _AGGREGATE_TAIL(data[-12:]) is not None
+        m = _AGGREGATE_TAIL(data[-12:])
+        self.agg_tail = m is not None
+        if m is not None:
+            self.agg_tail_bytes = m.group().lstrip(b"\n")
         self.reader.feed(data)
         if self.blocked is not None or self.processing:
             if self.reader.len() > self.server.config.client_query_buffer_limit:
@@ -245,12 +249,17 @@ class ClientConnection(asyncio.Protocol, Client):
                 if argv is False:
                     if n and not reader.has_data():
                         # all input consumed right after a request: forget the raw
-                        # bytes (hiredis hides a partial array whose header ended
-                        # the read; that rare case is only vetted on a later read)
+                        # bytes, except an aggregate header that ended the read
+                        # (hiredis has taken it in, but the exact parser, should a
+                        # later read send the input its way, must see it again)
                         if self.raw:
                             self.raw.clear()
                         self.raw_len = 0
                         self.raw_k = n = 0
+                        if self.agg_tail:
+                            frag = self.agg_tail_bytes
+                            self.raw.append(frag)
+                            self.raw_len = len(frag)
                     elif fresh and self.raw_len <= _RAW_CAP and (n == 0 or self.raw_len <= _SMALL_READ):
                         # a partial request: let the exact parser vet it
                         odd = True
@@ -369,7 +378,10 @@ class ClientConnection(asyncio.Protocol, Client):
             self.raw = [rest] if len(rest) <= _RAW_CAP else []
             self.raw_len = len(rest)
             self.raw_k = 0
-            self.agg_tail = _AGGREGATE_TAIL(rest[-12:]) is not None
+            m = _AGGREGATE_TAIL(rest[-12:])
+            self.agg_tail = m is not None
+            if m is not None:
+                self.agg_tail_bytes = m.group().lstrip(b"\n")
             self.reader.feed(rest)
             return True
         if p.idle() and self.authenticated:

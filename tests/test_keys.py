@@ -399,3 +399,36 @@ def test_expire_overwrite_semantics(diff):
 def test_expire_wrong_arity(diff, cmd):
     diff(cmd)
     diff(cmd, "k")
+
+
+@pytest.mark.parametrize("n,count", [(4, 2), (150, 10), (1000, 7)])
+def test_scan_while_deleting_each_page(r, n, count):
+    """Every key present for the whole scan is returned, also when each page is
+    deleted before the next call (BullMQ's removeOrphanedJobs does this)."""
+    r.mset({f"k{i}": 1 for i in range(n)})
+    seen: set[bytes] = set()
+    cursor = 0
+    while True:
+        cursor, keys = r.scan(cursor, count=count)
+        assert not seen & set(keys)
+        seen.update(keys)
+        if keys:
+            r.delete(*keys)
+        if cursor == 0:
+            break
+    assert len(seen) == n and r.dbsize() == 0
+
+
+def test_scan_while_adding_keeps_old_keys(r):
+    r.mset({f"old{i}": 1 for i in range(300)})
+    seen: set[bytes] = set()
+    cursor = 0
+    i = 0
+    while True:
+        cursor, keys = r.scan(cursor, count=20)
+        seen.update(keys)
+        r.set(f"new{i}", 1)
+        i += 1
+        if cursor == 0:
+            break
+    assert {f"old{i}".encode() for i in range(300)} <= seen

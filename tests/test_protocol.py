@@ -438,3 +438,28 @@ def test_alternating_inline_and_multibulk_many_times(rq_server):
     want = b"+PONG\r\n" * 6000
     got, closed = exchange(rq_server.port, [payload], expect=want, quiet=0.5)
     assert got == want and not closed
+
+
+def test_pipeline_split_at_every_byte(rq_server):
+    """A pipeline cut into two reads at any byte (e.g. right after a '*') parses the same."""
+    cmd = b"*3\r\n$3\r\nSET\r\n$2\r\nxx\r\n$1\r\n1\r\n"
+    bad = []
+    for cut in range(1, len(cmd)):
+        s = socket.create_connection(("127.0.0.1", rq_server.port))
+        try:
+            s.sendall(cmd * 3 + cmd[:cut])
+            time.sleep(0.03)
+            s.sendall(cmd[cut:] + cmd)
+            want = b"+OK\r\n" * 5
+            got = b""
+            s.settimeout(5)
+            while len(got) < len(want):
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+            if got != want:
+                bad.append((cut, got))
+        finally:
+            s.close()
+    assert bad == []

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import sys
+from collections import OrderedDict
 from itertools import islice
 from typing import Any
 
@@ -239,39 +241,38 @@ def parse_cursor(b: bytes) -> int:
 # Iterators of SCANs in progress, keyed by (dict id, next cursor): a scan that
 # goes on where it left off costs O(count), not O(cursor), while the dict keeps
 # its size. Anything else starts a fresh iterator at the cursor's position.
-_SCAN_ITERS: dict[tuple[int, int], tuple[Any, int, Any]] = {}
+# SCAN snapshots: scan id -> the keys of the database when that scan started
+_SCAN_SNAPSHOTS: OrderedDict[int, list[bytes]] = OrderedDict()
+_SCAN_MAX_SNAPSHOTS = 32
+_scan_ids = itertools.count(1)
 
 
-def scan_dict(d: Any, cursor: int, count: int) -> tuple[int, list[Any]]:
-    """Page through a dict in insertion order; the cursor is a position.
+def scan_keys(d: dict[bytes, Any], cursor: int, count: int) -> tuple[int, list[bytes]]:
+    """One SCAN step over the keys of ``d``: (next cursor, candidate keys).
 
-    Positions shift when earlier entries are deleted, so an entry present for
-    the whole scan may be returned twice or, if deletions happen before the
-    cursor, skipped; callers needing Redis's guarantee keep deletions rare.
+    A scan pages through a snapshot of the key list taken when it starts
+    (cursor 0); the cursor encodes the snapshot's id and the position in it.
+    So every key present for the whole scan is returned exactly once, however
+    many keys are added or deleted meanwhile, as Redis guarantees; keys deleted
+    since the snapshot are among the candidates and the caller skips them.
+    Snapshots are few and short-lived (the newest 32 scans); a cursor whose
+    snapshot is gone restarts from its position in a fresh one.
     """
-    n = len(d)
-    if cursor >= n:
-        return 0, []
-    ent = _SCAN_ITERS.pop((id(d), cursor), None)
-    items = None
-    if ent is not None and ent[0] is d and ent[1] == n:
-        it = ent[2]
-        try:
-            items = list(islice(it, count))
-        except RuntimeError:  # the dict changed under the iterator
-            items = None
-    if items is None:
-        it = iter(d)
-        if cursor:
-            next(islice(it, cursor - 1, cursor), None)
-        items = list(islice(it, count))
-    nxt = cursor + count
-    if nxt >= n:
+    if cursor == 0 and len(d) <= count:
+        return 0, list(d)
+    sid, pos = cursor >> 32, cursor & 0xFFFFFFFF
+    snap = _SCAN_SNAPSHOTS.pop(sid, None) if cursor else None
+    if snap is None:
+        snap = list(d)
+        sid = next(_scan_ids) & 0xFFFFFFFF or next(_scan_ids)
+    end = pos + count
+    items = snap[pos:end]
+    if end >= len(snap):
         return 0, items
-    if len(_SCAN_ITERS) >= 64:
-        _SCAN_ITERS.pop(next(iter(_SCAN_ITERS)))
-    _SCAN_ITERS[(id(d), nxt)] = (d, n, it)
-    return nxt, items
+    _SCAN_SNAPSHOTS[sid] = snap
+    while len(_SCAN_SNAPSHOTS) > _SCAN_MAX_SNAPSHOTS:
+        _SCAN_SNAPSHOTS.popitem(last=False)
+    return (sid << 32) | end, items
 
 
 @command("scan", -2, "readonly", group="keyspace")
@@ -299,17 +300,21 @@ def scan(c: Any, argv: list[bytes]) -> Any:
             raise SYNTAX
         i += 2
     db = c.db
-    nxt, ks = scan_dict(db.data, cursor, count)
+    nxt, ks = scan_keys(db.data, cursor, count)
     now = mstime()
+    data = db.data
     out = []
     for k in ks:
+        v = data.get(k)
+        if v is None:
+            continue  # deleted since the scan started
         exp = db.expires.get(k)
         if exp is not None and exp <= now:
             db.expire_key(k)
             continue
         if match is not None and not match(k):
             continue
-        if typ is not None and type_name(db.data[k]) != typ:
+        if typ is not None and type_name(v) != typ:
             continue
         out.append(k)
     return [b"%d" % nxt, out]

@@ -21,6 +21,8 @@ import random
 import sys
 from collections.abc import Iterable, Iterator
 
+from .keyindex import KeyIndex
+
 MAX_LISTPACK_ENTRIES = 512
 MAX_LISTPACK_VALUE = 64
 
@@ -29,13 +31,12 @@ class Hash:
     """A Redis hash: ``field -> value``, both bytes."""
 
     rtype = b"hash"
-    __slots__ = ("d", "ht", "_keys", "_pos", "_jlog", "_jkey")
+    __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey")
 
     def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
         self.d: dict[bytes, bytes] = {}
         self.ht = False  # True once converted to the hashtable encoding
-        self._keys: list[bytes] | None = None
-        self._pos: dict[bytes, int] | None = None
+        self._ix: KeyIndex | None = None  # built on first random pick or scan
         # persistence: element-level change log while attached to the journal
         self._jlog: list[tuple[bytes, bytes | None]] | None = None
         self._jkey: tuple[int, bytes] | None = None
@@ -94,9 +95,8 @@ class Hash:
             len(d) > MAX_LISTPACK_ENTRIES or len(field) > MAX_LISTPACK_VALUE or len(value) > MAX_LISTPACK_VALUE
         ):
             self.ht = True
-        if new and self._pos is not None:
-            self._pos[field] = len(self._keys)  # type: ignore[arg-type]
-            self._keys.append(field)  # type: ignore[union-attr]
+        if new and self._ix is not None:
+            self._ix.add(field)
         return new
 
     def set_pairs(self, argv: list[bytes], start: int) -> int:
@@ -106,7 +106,7 @@ class Hash:
         if self._jlog is not None:
             it = iter(argv[start:])
             self._jlog.extend(zip(it, it, strict=True))
-        if self._pos is None:
+        if self._ix is None:
             it = iter(argv[start:])
             d.update(zip(it, it, strict=True))
             if not self.ht:
@@ -135,23 +135,16 @@ class Hash:
         del d[field]
         if self._jlog is not None:
             self._jlog.append((field, None))
-        pos = self._pos
-        if pos is not None:
-            keys = self._keys
-            assert keys is not None
-            i = pos.pop(field)
-            last = keys.pop()
-            if i < len(keys):
-                keys[i] = last
-                pos[last] = i
+        if self._ix is not None:
+            self._ix.remove(field)
         return True
 
     # ---- random access and scanning --------------------------------------
     def _index(self) -> list[bytes]:
-        if self._keys is None:
-            self._keys = list(self.d)
-            self._pos = {k: i for i, k in enumerate(self._keys)}
-        return self._keys
+        """The members in index order (see :class:`KeyIndex`)."""
+        if self._ix is None:
+            self._ix = KeyIndex(self.d)
+        return self._ix.keys
 
     def random_field(self) -> bytes:
         """One random field (the hash must not be empty)."""
@@ -180,13 +173,8 @@ class Hash:
         (into the visited part) and deletions move the last field into the
         hole, so a field present for the whole scan is returned at least once.
         """
-        keys = self._index()
-        n = len(keys)
-        hi = n if cursor == 0 or cursor > n else cursor
-        lo = hi - count
-        if lo <= 0:
-            return 0, keys[:hi]
-        return lo, keys[lo:hi]
+        self._index()
+        return self._ix.scan(cursor, count)  # type: ignore[union-attr]
 
     # ---- container contract ----------------------------------------------
     def items(self) -> Iterator[tuple[bytes, bytes]]:

@@ -23,30 +23,8 @@ import random
 import sys
 from collections.abc import Iterable, Iterator
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-
-
-def str2int(b: bytes) -> int | None:
-    """Redis's string2ll (strict, canonical int64), as in commands.util; kept here
-    so this module does not import the command package."""
-    n = len(b)
-    if n == 0 or n > 20:
-        return None
-    c0 = b[0]
-    if n == 1:
-        return c0 - 48 if 48 <= c0 <= 57 else None
-    if c0 == 45:  # '-'
-        if b[1] < 49 or b[1] > 57:
-            return None
-    elif c0 < 49 or c0 > 57:
-        return None
-    if not b[1:].isdigit():
-        return None
-    v = int(b)
-    if v < _INT64_MIN or v > _INT64_MAX:
-        return None
-    return v
+from ..numbers import str2int
+from .keyindex import KeyIndex
 
 MAX_INTSET_ENTRIES = 512
 MAX_LISTPACK_ENTRIES = 128
@@ -64,14 +42,13 @@ class Set:
     """A Redis set of bytes members."""
 
     rtype = b"set"
-    __slots__ = ("s", "intset", "big", "_keys", "_pos", "_jlog", "_jkey")
+    __slots__ = ("s", "intset", "big", "_ix", "_jlog", "_jkey")
 
     def __init__(self) -> None:
         self.s: set[bytes] = set()
         self.intset = True
         self.big = False
-        self._keys: list[bytes] | None = None
-        self._pos: dict[bytes, int] | None = None
+        self._ix: KeyIndex | None = None  # built on first random pick or scan
         # persistence: element-level change log while attached to the journal
         self._jlog: list[tuple[bytes, bool | None]] | None = None
         self._jkey: tuple[int, bytes] | None = None
@@ -126,17 +103,15 @@ class Set:
             self.intset = False
         if not self.big and (len(s) > MAX_LISTPACK_ENTRIES or len(m) > MAX_LISTPACK_VALUE):
             self.big = True
-        pos = self._pos
-        if pos is not None:
-            pos[m] = len(pos)
-            self._keys.append(m)  # type: ignore[union-attr]
+        if self._ix is not None:
+            self._ix.add(m)
         return True
 
     def add_many(self, ms: list[bytes]) -> int:
         """Add every member of ``ms``; returns how many were new."""
         if len(ms) == 1:
             return 1 if self.add(ms[0]) else 0
-        if self._pos is not None:
+        if self._ix is not None:
             n = 0
             for m in ms:
                 if self.add(m):
@@ -162,19 +137,12 @@ class Set:
         s.remove(m)
         if self._jlog is not None:
             self._jlog.append((m, None))
-        pos = self._pos
-        if pos is not None:
-            keys = self._keys
-            assert keys is not None
-            i = pos.pop(m)
-            last = keys.pop()
-            if i < len(keys):
-                keys[i] = last
-                pos[last] = i
+        if self._ix is not None:
+            self._ix.remove(m)
         return True
 
     def remove_many(self, ms: list[bytes]) -> int:
-        if self._pos is None and len(ms) > 1:
+        if self._ix is None and len(ms) > 1:
             s = self.s
             n0 = len(s)
             if self._jlog is not None:
@@ -189,10 +157,10 @@ class Set:
 
     # ---- random access ---------------------------------------------------
     def _index(self) -> list[bytes]:
-        if self._keys is None:
-            self._keys = list(self.s)
-            self._pos = {k: i for i, k in enumerate(self._keys)}
-        return self._keys
+        """The members in index order (see :class:`KeyIndex`)."""
+        if self._ix is None:
+            self._ix = KeyIndex(self.s)
+        return self._ix.keys
 
     def random_member(self) -> bytes:
         """One random member (the set must not be empty)."""
@@ -231,13 +199,8 @@ class Set:
         """
         if self.small:
             return 0, self.members()
-        keys = self._index()
-        n = len(keys)
-        hi = n if cursor == 0 or cursor > n else cursor
-        lo = hi - count
-        if lo <= 0:
-            return 0, keys[:hi]
-        return lo, keys[lo:hi]
+        self._index()
+        return self._ix.scan(cursor, count)  # type: ignore[union-attr]
 
     # ---- container contract ----------------------------------------------
     def copy(self) -> Set:
