@@ -17,6 +17,7 @@ MISSING = b"Missing bytes in input."
 BAD = b"Bad data format in input."
 _INT64_MIN = -(2**63)
 _UINT64_MAX = 2**64 - 1
+_INT64_LIMIT = 2**63
 _MAX_NESTING = 16
 
 
@@ -37,21 +38,35 @@ def _to_lua(v: Any, tf: Any) -> Any:
     if t is bytes or t is bool or t is float or v is None:
         return v
     if t is int:
-        if _INT64_MIN <= v < 2**63:
+        if _INT64_MIN <= v < _INT64_LIMIT:
             return v
         if v <= _UINT64_MAX:
             return v - 2**64  # lua-cmsgpack reads uint64 into a signed 64-bit integer
         return float(v)
     if t is list:
+        # scalars go to table_from as they are (what _to_lua returns for them)
         for x in v:
             tx = type(x)
-            if tx is not bytes and tx is not int:
+            if tx is not bytes and x is not None and tx is not float and tx is not bool and (
+                tx is not int or not _INT64_MIN <= x < _INT64_LIMIT
+            ):
                 break
         else:
-            if all(_INT64_MIN <= x < 2**63 for x in v if type(x) is int):  # noqa: SIM110
-                return tf(v)
+            return tf(v)
         return tf([_to_lua(x, tf) for x in v])
     if t is dict:
+        # the common shape (string keys, scalar values) goes to table_from as it is:
+        # the same table, built in the same order, as the general case below
+        for k, x in v.items():
+            if type(k) is not bytes:
+                break
+            tx = type(x)
+            if tx is not bytes and x is not None and tx is not float and tx is not bool and (
+                tx is not int or not _INT64_MIN <= x < _INT64_LIMIT
+            ):
+                break
+        else:
+            return tf(v)
         return tf({_key(k, tf): _to_lua(x, tf) for k, x in v.items() if k is not None})
     if t is _Pairs:
         return tf({_key(k, tf): _to_lua(x, tf) for k, x in v if k is not None})
@@ -74,13 +89,13 @@ def _no_ext(code: int, data: bytes) -> Any:
 
 
 def _arg_string(a: tuple[Any, ...], name: str, idx: int = 0) -> bytes | tuple[None, bytes]:
-    from .libs import lua_number_str, lua_typename
-
     if len(a) <= idx:
         return None, f"bad argument #{idx + 1} to '{name}' (string expected, got no value)".encode()
     s = a[idx]
     if type(s) is bytes:
         return s
+    from .libs import lua_number_str, lua_typename
+
     if type(s) is int or type(s) is float:
         return lua_number_str(s)
     return None, f"bad argument #{idx + 1} to '{name}' (string expected, got {lua_typename(s, _libs.lua_type)})".encode()
@@ -143,6 +158,27 @@ def _unpack(a: tuple[Any, ...], name: str, limit: int, offset: int) -> Any:
 
 def unpack(libs: Any, a: tuple[Any, ...]) -> Any:
     return _unpack(a, "unpack", 0, 0)
+
+
+def make_unpack(libs: Any, slow: Any) -> Any:
+    """cmsgpack.unpack as called from Lua: one non-empty string holding exactly one
+    object is decoded here directly; everything else (several objects, errors,
+    numbers as input, unhashable map keys) goes to ``slow``, the general path."""
+    unpackb = msgpack.unpackb
+    tf = libs.lua.table_from
+
+    def unpack_fast(*a: Any) -> Any:
+        if a:
+            s = a[0]
+            if type(s) is bytes and s:
+                try:
+                    o = unpackb(s, raw=True, strict_map_key=False, ext_hook=_no_ext)
+                    return _to_lua(o, tf)
+                except Exception:
+                    pass
+        return slow(*a)
+
+    return unpack_fast
 
 
 def _int_arg(a: tuple[Any, ...], idx: int, default: int) -> int:

@@ -63,8 +63,24 @@ class Converter:
         self.mk_big = helpers[b"mk_big"]
         self.classify = helpers[b"classify"]
         self.lua_type = lua_type
+        self.table_type = type(lua.table())  # lupa's wrapper class for Lua tables
 
     # ---- reply -> Lua ---------------------------------------------------
+    def list_to_lua(self, r: Any, resp: int) -> Any:
+        """An array reply (list or tuple) as a Lua table."""
+        for x in r:
+            tx = type(x)
+            if tx is not bytes and tx is not int:
+                break
+        else:
+            return self.table_from(r)
+        to_lua = self.to_lua
+        if resp == 2:
+            return self.table_from(
+                [x if type(x) is bytes or type(x) is int else False if x is None else to_lua(x, 2) for x in r]
+            )
+        return self.table_from([x if type(x) is bytes or type(x) is int else to_lua(x, resp) for x in r])
+
     def to_lua(self, r: Any, resp: int) -> Any:
         t = type(r)
         if t is bytes or t is int:
@@ -72,13 +88,7 @@ class Converter:
         if r is None:
             return None if resp == 3 else False
         if t is list or t is tuple or t is SetReply and resp == 2:
-            for x in r:
-                tx = type(x)
-                if tx is not bytes and tx is not int:
-                    break
-            else:
-                return self.table_from(r)
-            return self.table_from([self.to_lua_item(x, resp) for x in r])
+            return self.list_to_lua(r, resp)
         if t is Status:
             return self.mk_ok(bytes(r))
         if isinstance(r, RedisError):
@@ -96,11 +106,7 @@ class Converter:
         if t is dict:
             if resp == 3:
                 return self.mk_map(self.table_from({self.to_lua(k, 3): self.to_lua(v, 3) for k, v in r.items()}))
-            flat: list[Any] = []
-            for k, v in r.items():
-                flat.append(self.to_lua_item(k, resp))
-                flat.append(self.to_lua_item(v, resp))
-            return self.table_from(flat)
+            return self.list_to_lua([x for kv in r.items() for x in kv], resp)
         if t is SetReply:
             return self.mk_set(self.table_from({self.to_lua(k, 3): True for k in r}))
         if t is Verbatim:
@@ -142,14 +148,15 @@ class Converter:
             if resp == 3:
                 return v
             return 1 if v else None
-        if self.lua_type(v) != "table":
+        if t is not self.table_type and self.lua_type(v) != "table":
             return None
         res = self.classify(v)
         if type(res) is not tuple:
             return []
         kind = res[0]
         if kind == 0:
-            return [self.to_reply(x, resp) for x in res[1:]]
+            to_reply = self.to_reply
+            return [x if type(x) is bytes else to_reply(x, resp) for x in res[1:]]
         if kind == 1:
             return RedisError(res[1])
         if kind == 2:

@@ -75,6 +75,17 @@ def lua_typename(v: Any, lua_type: Any) -> str:
     return lt or "userdata"
 
 
+def _fast_lua_type(lua_type: Any, table_type: type) -> Any:
+    """lupa's ``lua_type`` without a call into Lua for tables (the common case)."""
+
+    def fast(v: Any) -> Any:
+        if type(v) is table_type:
+            return "table"
+        return lua_type(v)
+
+    return fast
+
+
 class LuaRaise(Exception):
     """Raised by a Python function called from Lua: ``value`` becomes the Lua error.
 
@@ -112,7 +123,7 @@ class Libs:
     def __init__(self, scripting: Any) -> None:
         self.s = scripting
         self.lua = scripting.lua
-        self.lua_type = scripting.engine.lua_type
+        self.lua_type = _fast_lua_type(scripting.engine.lua_type, type(self.lua.table()))
         self.null: Any = None
         self.mk_array: Any = None
 
@@ -165,7 +176,7 @@ class Libs:
         mp = tf(
             {
                 b"pack": _one(lambda *a: cmsgpack.pack(self, a)),
-                b"unpack": _many(lambda *a: cmsgpack.unpack(self, a)),
+                b"unpack": cmsgpack.make_unpack(self, _many(lambda *a: cmsgpack.unpack(self, a))),
                 b"unpack_one": _many(lambda *a: cmsgpack.unpack_one(self, a)),
                 b"unpack_limit": _many(lambda *a: cmsgpack.unpack_limit(self, a)),
                 b"_NAME": b"cmsgpack",

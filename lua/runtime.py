@@ -19,11 +19,12 @@ from typing import Any
 
 from respqueue import keyspace
 from respqueue.client import Client
+from respqueue.commands.registry import COMMANDS as _COMMANDS
 from respqueue.commands.registry import Command
 from respqueue.commands.util import parse_int
 from respqueue.dispatch import Block, call, resolve
 from respqueue.errors import NOSCRIPT
-from respqueue.resp import NO_REPLY, RedisError
+from respqueue.resp import NO_REPLY, RedisError, Status
 
 from .convert import Converter, error_text, format_number_arg
 from .libs import LuaRaise
@@ -43,7 +44,22 @@ ERR_ARITY = b"ERR Wrong number of args calling Redis command from script"
 ERR_NOSCRIPT_CMD = b"ERR This Redis command is not allowed from script"
 ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
 
+FLAT_ARGS = 12  # up to this many keys + args go to Lua as call arguments; more: two table_from calls (cheaper then)
+
 SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
+
+
+def _number_args(argv: list[Any]) -> list[bytes] | None:
+    """``argv`` with Lua numbers formatted as Redis passes them; None if an
+    argument is neither a string nor a number."""
+    for i, a in enumerate(argv):
+        t = type(a)
+        if t is not bytes:
+            if t is int or t is float:
+                argv[i] = format_number_arg(a)
+            else:
+                return None
+    return argv
 
 
 def _deny_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
@@ -127,11 +143,13 @@ class Scripting:
         self.helpers = h
         self._compile = h[b"compile"]
         self._run = h[b"run"]
+        self._run_flat = h[b"run_flat"]
         self._err_info = h[b"err_info"]
         self.table_from = lua.table_from
         self.conv = Converter(lua, h, mod.lua_type)
         self.libs.bind(h)
         self.mk_err = self.conv.mk_err
+        self.mk_ok = self.conv.mk_ok
 
     # ---- cache ----------------------------------------------------------
     def compile(self, body: bytes, sha: bytes | None = None) -> Script:
@@ -233,8 +251,11 @@ class Scripting:
         self.start = time.monotonic()
         self.running = True
         try:
-            tf = self.table_from
-            res = self._run(script.func, tf(keys), tf(args))
+            if len(keys) + len(args) <= FLAT_ARGS:
+                res = self._run_flat(script.func, len(keys), *keys, *args)
+            else:
+                tf = self.table_from
+                res = self._run(script.func, tf(keys), tf(args))
         except Exception as e:  # lupa.LuaError, LuaMemoryError
             res = (False, str(e).encode())
         finally:
@@ -268,24 +289,40 @@ class Scripting:
 
     # ---- the redis.call bridge -------------------------------------------
     def _bridge_call(self, *args: Any) -> Any:
-        """redis.call: the hot path (inlined fast path of :meth:`_call`)."""
-        for a in args:
-            if type(a) is not bytes:
-                break
-        else:
-            if args:
-                cmd = resolve(list(args))
-                if type(cmd) is Command and not cmd.noscript and not (cmd.is_write and self.readonly):
+        """redis.call: the hot path.
+
+        A call naming a plain command (no subcommands) with the right arity and
+        string or number arguments is run here directly; anything else (errors
+        included) takes the general path, :meth:`_call`, which gives the same
+        result for these calls.
+        """
+        if args:
+            cmd = _COMMANDS.get(args[0]) if type(args[0]) is bytes else None
+            if cmd is not None and cmd.subcommands is None and not cmd.noscript:
+                n = len(args)
+                ar = cmd.arity
+                if (n == ar if ar > 0 else n >= -ar) and not (cmd.is_write and self.readonly):
                     argv = list(args)
-                    if cmd.is_write:
-                        self.wrote = True
-                    if self.server.monitors:
-                        self._feed_monitors(argv)
-                    r = call(self.client, cmd, argv)
-                    t = type(r)
-                    if t is bytes or t is int:
-                        return r
-                    return self._convert_reply(r, True)
+                    for a in args:
+                        if type(a) is not bytes:
+                            argv = _number_args(argv)
+                            break
+                    if argv is not None:
+                        if cmd.is_write:
+                            self.wrote = True
+                        if self.server.monitors:
+                            self._feed_monitors(argv)
+                        r = call(self.client, cmd, argv)
+                        t = type(r)
+                        if t is bytes or t is int:
+                            return r
+                        if t is list:
+                            return self.conv.list_to_lua(r, self.resp)
+                        if r is None:
+                            return None if self.resp == 3 else False
+                        if t is Status:
+                            return self.mk_ok(bytes(r))
+                        return self._convert_reply(r, True)
         try:
             r = self._call(args)
         except Exception:

@@ -375,6 +375,21 @@ local function run(f, keys, argv)
   return orig_xpcall(f, err_handler)
 end
 
+-- the same, with KEYS and ARGV passed flat (numkeys, keys..., args...): one
+-- crossing instead of two table_from calls; the tables are filled in order,
+-- as table_from fills them
+local function run_flat(f, nk, ...)
+  local all = { ... }
+  local keys, argv = {}, {}
+  for i = 1, nk do
+    keys[i] = all[i]
+  end
+  for i = nk + 1, orig_select("#", ...) do
+    argv[i - nk] = all[i]
+  end
+  return run(f, keys, argv)
+end
+
 local function reset_hook()
   killed = false
   install_hook()
@@ -384,7 +399,43 @@ install_hook()
 -- Classify a script's return value for the Python side in one crossing.
 -- kinds: 0 array (elements follow, cut at the first nil), 1 err, 2 ok,
 -- 3 double, 4 big_number, 5 map, 6 set, 7 verbatim, 8 long array (length follows)
+local classify_raw
+
 local function classify(t)
+  if orig_getmetatable(t) ~= nil then
+    return classify_raw(t)
+  end
+  -- no metatable: plain indexing is rawget, and is done by the VM
+  local v = t.err
+  if v ~= nil and orig_type(v) == "string" then
+    return 1, v
+  end
+  v = t.ok
+  if v ~= nil and orig_type(v) == "string" then
+    return 2, v
+  end
+  v = t.double
+  if v ~= nil and orig_type(v) == "number" then
+    return 3, v
+  end
+  v = t.big_number
+  if v ~= nil and orig_type(v) == "string" then
+    return 4, v
+  end
+  if t.map ~= nil or t.set ~= nil or t.verbatim_string ~= nil then
+    return classify_raw(t)
+  end
+  local n = 0
+  while t[n + 1] ~= nil do
+    n = n + 1
+  end
+  if n <= 2000 then
+    return 0, unpack(t, 1, n)
+  end
+  return 8, n
+end
+
+classify_raw = function(t)
   local v = orig_rawget(t, "err")
   if orig_type(v) == "string" then
     return 1, v
@@ -481,6 +532,7 @@ end
 return {
   compile = compile,
   run = run,
+  run_flat = run_flat,
   reset_hook = reset_hook,
   classify = classify,
   mk_ok = mk_ok,

@@ -62,6 +62,33 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    help="seconds between scheduled backups, default 3600" + env % "BACKUP_INTERVAL")
     s.add_argument("--backup-keep", dest="backup_keep", type=int,
                    help="scheduled backups to keep, default 7" + env % "BACKUP_KEEP")
+    s.add_argument("--history", type=_history_switch, metavar="on|off",
+                   help="record every BullMQ job's life in the store (job_events, job_final), default on"
+                   + env % "HISTORY")
+    s.add_argument("--history-retention", dest="history_retention", type=_retention, metavar="DURATION",
+                   help="keep job history this long: 3600s, 90m, 12h, 7d (default; 0 keeps it forever)"
+                   + env % "HISTORY_RETENTION")
+    s.add_argument("--native-scripts", dest="native_scripts", choices=("on", "off"),
+                   help="native fast paths for BullMQ's hot scripts, default on" + env % "NATIVE_SCRIPTS")
+
+
+def _history_switch(v: str) -> str:
+    from compat.history import parse_switch
+
+    try:
+        return "on" if parse_switch(v) else "off"
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _retention(v: str) -> str:
+    from compat.history import parse_retention
+
+    try:
+        parse_retention(v)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return v
 
 
 def main(argv: list[str] | None = None) -> int:

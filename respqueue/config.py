@@ -40,6 +40,9 @@ class Config:
     backup_to: str | None = None  # scheduled backups: a directory or s3://bucket/prefix (docs/BACKUPS.md)
     backup_interval: int = 3600  # seconds between scheduled backups
     backup_keep: int = 7  # scheduled backups kept; older ones are deleted
+    history: str = "on"  # job history capture (compat/history.py): on or off
+    history_retention: str = "7d"  # job history kept this long: 3600s, 90m, 12h, 7d (0: forever)
+    native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:

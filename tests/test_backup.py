@@ -88,7 +88,7 @@ def test_backup_to_file_writes_metadata_and_prints_it(tmp_path):
     assert meta["sha256"] == sha256(dest)
     assert meta["sha256"] in p.stdout
     assert meta["size"] == os.path.getsize(dest)
-    assert meta["schema_version"] == 1
+    assert meta["schema_version"] == 2
     assert meta["source"].endswith(os.path.join(d, "respqueue.db"))
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", meta["created"])
     # a standalone SQLite file, readable by the sqlite3 CLI, with the data

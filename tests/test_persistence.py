@@ -400,7 +400,7 @@ def test_store_is_plain_sqlite(node: Node) -> None:
     node.r.save()
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("1",)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("2",)  # version 2: job history tables
         assert conn.execute("SELECT type FROM keys WHERE key=?", (b"h",)).fetchone() == ("hash",)
         assert conn.execute("SELECT field, value FROM hash_fields").fetchall() == [(b"f", b"v")]
         assert conn.execute("SELECT member, score FROM zset_members").fetchall() == [(b"m", 2.5)]

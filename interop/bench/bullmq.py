@@ -1,6 +1,7 @@
 """BullMQ benchmark: respqueue vs redis-server in the same run, driven by the same Node client.
 
     python -m interop.bench.bullmq [--quick] [--jobs N] [--rounds R] [--only add,process]
+                                   [--durability durable|buffered|memory] [--redis-aof always|everysec|no]
 
 Workloads (interop/bench/bullmq_bench.js):
     add       Queue.add with 50 calls in flight
@@ -11,6 +12,9 @@ Workloads (interop/bench/bullmq_bench.js):
 Each workload runs against Redis and respqueue alternately (redis, respqueue, redis, ...) so
 machine noise hits both. The server's CPU seconds (user+system, from /proc) are read at the
 start and the end of the timed part only. Both servers are flushed before every run.
+--durability picks respqueue's mode (default: its default, durable); --redis-aof runs Redis with
+appendonly yes and that appendfsync policy (default: no, Redis without persistence).
+interop/bench/durability.py runs the four durable/buffered x always/everysec pairings in one run.
 """
 
 from __future__ import annotations
@@ -109,6 +113,13 @@ def params_for(workload: str, jobs: int, quick: bool, rate: int) -> list[str]:
     return ["--jobs", str(jobs), "--concurrency", "50"]
 
 
+def redis_aof_flags(policy: str) -> list[str]:
+    """redis-server flags for ``--redis-aof``: always/everysec turn the AOF on, no leaves it off."""
+    if policy == "no":
+        return []
+    return ["--appendonly", "yes", "--appendfsync", policy]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=20_000, help="jobs per run for add/process (addbulk: 2x)")
@@ -119,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="", help="also write the raw results to this file")
     ap.add_argument("--durability", default="", choices=("", "durable", "buffered", "memory"),
                     help="respqueue --durability (default: the server's default, durable)")
+    ap.add_argument("--redis-aof", default="no", choices=("always", "everysec", "no"),
+                    help="Redis appendonly yes with this appendfsync (default: no persistence)")
     a = ap.parse_args(argv)
     if shutil.which("node") is None or not os.path.isdir(os.path.join(HERE, "..", "node_modules", "bullmq")):
         print("needs node and `npm ci` in interop/", file=sys.stderr)
@@ -126,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = 2_000 if a.quick and a.jobs == 20_000 else a.jobs
     rounds = 1 if a.quick else a.rounds
     workloads = [w for w in a.only.split(",") if w] or WORKLOADS
-    rd: Proc = start_redis()
+    rd: Proc = start_redis(*redis_aof_flags(a.redis_aof))
     rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []))
     results: dict[str, dict[str, Totals]] = {}
     raw: list[dict] = []
@@ -160,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"machine: {machine()}; Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}, "
           f"bullmq 6.7.0 + ioredis; {rounds} round(s) per server, alternating; "
-          f"respqueue durability: {a.durability or 'default (durable)'}; redis: no persistence")
+          f"respqueue durability: {a.durability or 'default (durable)'}; redis: "
+          f"{'no persistence' if a.redis_aof == 'no' else 'appendonly yes, appendfsync ' + a.redis_aof}")
     print("| workload | jobs/run | respqueue jobs/s | redis jobs/s | respqueue/redis | respqueue CPU s/1000 jobs | redis CPU s/1000 jobs |")
     print("|---|---|---|---|---|---|---|")
     for w, tot in results.items():

@@ -22,14 +22,46 @@ def _rt(c: Any) -> Any:
     return s
 
 
+_native: Any = None
+
+
+def _native_run() -> Any:
+    """compat.scripts.run (native fast paths for BullMQ scripts), imported on first use."""
+    global _native
+    if _native is None:
+        try:
+            import compat.native_bullmq  # noqa: F401  (registers the implementations)
+            from compat.scripts import FALLBACK, run
+
+            _native = (run, FALLBACK)
+        except Exception:
+            import logging
+
+            logging.getLogger("respqueue").exception("native scripts unavailable")
+            _native = False
+    return _native
+
+
 @command("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
 def eval_(c: Any, argv: list[bytes]) -> Any:
-    return _rt(c).eval(c, argv, by_sha=False, ro=False)
+    rt = _rt(c)
+    n = _native or _native_run()
+    if n:
+        r = n[0](rt, c, argv, False)
+        if r is not n[1]:
+            return r
+    return rt.eval(c, argv, by_sha=False, ro=False)
 
 
 @command("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
 def evalsha(c: Any, argv: list[bytes]) -> Any:
-    return _rt(c).eval(c, argv, by_sha=True, ro=False)
+    rt = _rt(c)
+    n = _native or _native_run()
+    if n:
+        r = n[0](rt, c, argv, True)
+        if r is not n[1]:
+            return r
+    return rt.eval(c, argv, by_sha=True, ro=False)
 
 
 @command("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")

@@ -25,8 +25,15 @@ def open_persistence(server: Any) -> Journal | None:
     mode = (cfg.durability or "durable").lower()
     if mode not in MODES:
         raise StoreError(f"unknown durability mode '{mode}' (use durable, buffered or memory)")
+    server.history = None
     if mode == "memory":
         return None
+    from compat.history import open_history
+
+    try:
+        history_check(cfg)
+    except ValueError as e:
+        raise StoreError(str(e)) from None
     store = Store(cfg.dir, "FULL" if mode == "durable" else "NORMAL")
     store.open()
     journal = Journal(server, store, mode, cfg.buffer_ms, cfg.buffer_writes)
@@ -47,4 +54,16 @@ def open_persistence(server: Any) -> Journal | None:
     )
     server.loaded_keys = loaded
     server.loaded_expired = nexp
+    # job history (compat/history.py): XADD to a BullMQ events stream records the job's life
+    server.history = open_history(server, journal)
+    if server.history is not None:
+        server.history.start()
     return journal
+
+
+def history_check(cfg: Any) -> None:
+    """Validate ``--history`` and ``--history-retention`` (ValueError with the message)."""
+    from compat.history import DEFAULT_RETENTION, parse_retention, parse_switch
+
+    parse_switch(getattr(cfg, "history", "on"))
+    parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION))

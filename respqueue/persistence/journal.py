@@ -109,6 +109,10 @@ class Journal:
         self.last_error: str | None = None
         self.last_commit_ms = 0.0
         self._idle: list[asyncio.Future[None]] = []
+        # rows appended to the open batch besides the keyspace's (job history): sql -> params
+        self.row_ops: dict[str, list[Any]] = {}
+        self.batch_hooks: list[Any] = []  # called before a batch is built
+        self.close_hooks: list[Any] = []  # called when the journal closes
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -155,6 +159,33 @@ class Journal:
         if not self.scheduled:
             self._schedule()
 
+    # ---- extra rows (job history) ---------------------------------------------
+    def append_row(self, sql: str, row: Any) -> None:
+        """Add ``row`` (params of ``sql``) to the open batch: it commits in the same transaction as the
+        keyspace changes made so far. Rows of one ``sql`` run as one executemany, in order."""
+        rows = self.row_ops.get(sql)
+        if rows is None:
+            self.row_ops[sql] = rows = []
+        rows.append(row)
+        if not self.scheduled:
+            self._schedule()
+
+    def append_op(self, sql: str, params: Any) -> int:
+        """Run one statement in the next batch; returns that batch's id (done once ``committed_id``
+        reaches it)."""
+        self.pending.append((sql, params, False))
+        if not self.scheduled:
+            self._schedule()
+        return self.open_id
+
+    def _take_rows(self, ops: list[tuple[str, Any, bool]]) -> None:
+        for hook in self.batch_hooks:
+            hook()
+        if self.row_ops:
+            for sql, rows in self.row_ops.items():
+                ops.append((sql, rows, True))
+            self.row_ops = {}
+
     # ---- batches -------------------------------------------------------------
     def _schedule(self, now: bool = False) -> None:
         loop = self.loop
@@ -183,12 +214,13 @@ class Journal:
         self._timer = None
         if self.busy or self.failed_ops is not None:
             return
-        if not self.dirty and not self.pending and not self.waiters:
+        if not self.dirty and not self.pending and not self.waiters and not self.row_ops:
             self._notify_idle()
             return
         ops = self.pending
         self.pending = []
         self._materialize(ops)
+        self._take_rows(ops)
         self._submit(ops)
 
     def _submit(self, ops: list[tuple[str, Any, bool]]) -> None:
@@ -235,7 +267,7 @@ class Journal:
             self.last_error = None
         if self.waiters:
             self._release(bid, None)
-        if self.dirty or self.pending or self.waiters:
+        if self.dirty or self.pending or self.waiters or self.row_ops:
             self._close()
         else:
             self._notify_idle()
@@ -248,6 +280,7 @@ class Journal:
         ops = ops + self.pending
         self.pending = []
         self._materialize(ops)
+        self._take_rows(ops)
         self._submit(ops)
 
     def _release(self, bid: int, error: RedisError | None) -> None:
@@ -265,7 +298,7 @@ class Journal:
     async def flush(self) -> None:
         """Commit everything changed so far and wait for it (SAVE)."""
         assert self.loop is not None
-        while self.dirty or self.pending or self.busy or self.scheduled:
+        while self.dirty or self.pending or self.row_ops or self.busy or self.scheduled:
             if self.failed_ops is not None:
                 raise RedisError(self.server.write_refused.msg if self.server.write_refused else b"ERR store failed")
             f = self.loop.create_future()
@@ -284,6 +317,8 @@ class Journal:
             self._schedule(now=True)
 
     async def close(self) -> None:
+        for hook in self.close_hooks:
+            hook()
         try:
             await asyncio.wait_for(self.flush(), 30)
         except (TimeoutError, RedisError) as e:

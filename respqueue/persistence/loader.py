@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import heapq
 import sqlite3
 from collections import deque
@@ -12,6 +13,8 @@ from typing import Any
 import msgpack
 
 from ..keyspace import mstime
+from ..types.hash import MAX_LISTPACK_ENTRIES as HASH_MAX_ENTRIES
+from ..types.hash import MAX_LISTPACK_VALUE as HASH_MAX_VALUE
 from ..types.hash import Hash
 from ..types.list import List
 from ..types.set import Set
@@ -19,7 +22,13 @@ from ..types.stream import Consumer, Group, Nack, Stream
 from ..types.zset import ZSet
 
 _KEY = itemgetter(0, 1)
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 _M64 = (1 << 64) - 1
+_NONE = ("", None)
+_TYPE_VALUE = itemgetter(2, 3)
+_ELEM = itemgetter(2)
+_ELEM2 = itemgetter(2, 3)
 
 
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
@@ -27,24 +36,51 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
 
     Containers come back attached (``_jkey`` set, empty ``_jlog``) and
     ``stored`` is filled with the container keys the store holds.
+
+    The cyclic GC is off while loading (the loader creates millions of acyclic objects, and each
+    collection would walk all of them), and what was loaded is then frozen (gc.freeze) so later
+    full collections do not scan the whole keyspace again.
     """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        res = _load(conn, dbs, stored)
+    finally:
+        if was_enabled:
+            gc.enable()
+    gc.freeze()
+    return res
+
+
+def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
     now = mstime()
     ndb = len(dbs)
     metas: dict[tuple[int, bytes], tuple[str, Any]] = {}
     expired: list[tuple[int, bytes]] = []
     loaded = 0
-    for dbi, key, typ, exp, value in conn.execute("SELECT db, key, type, expire_ms, value FROM keys"):
-        if dbi >= ndb or dbi < 0:
-            continue
-        if exp is not None and exp <= now:
+    # Keys without an expiry (nearly all of them) are read in bulk with C-level constructors;
+    # only keys with a TTL take a Python step each.
+    for dbi, db in enumerate(dbs):
+        before = len(db.data)
+        db.data.update(conn.execute(
+            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'", (dbi,)))
+        loaded += len(db.data) - before
+    rows = conn.execute(
+        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND type <> 'string' AND db >= 0 AND db < ?",
+        (ndb,)).fetchall()
+    metas.update(zip(map(_KEY, rows), map(_TYPE_VALUE, rows), strict=True))
+    del rows
+    for dbi, key, typ, exp, value in conn.execute(
+        "SELECT db, key, type, expire_ms, value FROM keys WHERE expire_ms IS NOT NULL AND db >= 0 AND db < ?", (ndb,)
+    ):
+        if exp <= now:
             expired.append((dbi, key))
             if typ != "string":
                 stored[(dbi, key)] = typ.encode()
             continue
         db = dbs[dbi]
-        if exp is not None:
-            db.expires[key] = exp
-            db.expire_heap.append((exp, key))
+        db.expires[key] = exp
+        db.expire_heap.append((exp, key))
         if typ == "string":
             db.data[key] = bytes(value)
             loaded += 1
@@ -65,23 +101,34 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
         stored[k] = rt
         loaded += 1
 
+    # Element tables are read in key order and grouped with itertools.groupby; a container is
+    # built from its group with C-level constructors (dict, set, sorted, deque over
+    # itemgetter maps), so there is no Python step per row, only per key.
     for k, rows in groupby(conn.execute("SELECT db, key, field, value FROM hash_fields"), _KEY):
-        if k in metas:
-            h = Hash((r[2], r[3]) for r in rows)
-            put(k, h, b"hash")
+        if metas.get(k, _NONE)[0] == "hash":
+            del metas[k]
+            h = Hash()
+            d = h.d = dict(map(_ELEM2, rows))
+            h.ht = len(d) > HASH_MAX_ENTRIES or max(map(len, d)) > HASH_MAX_VALUE or \
+                max(map(len, d.values())) > HASH_MAX_VALUE
+            h._jkey = k
+            h._jlog = []
+            dbs[k[0]].data[k[1]] = h
+            stored[k] = b"hash"
+            loaded += 1
     for k, rows in groupby(conn.execute("SELECT db, key, member FROM set_members"), _KEY):
         if k in metas:
-            put(k, Set.from_members({r[2] for r in rows}), b"set")
-    for k, rows in groupby(conn.execute("SELECT db, key, member, score FROM zset_members"), _KEY):
+            put(k, Set.from_members(set(map(_ELEM, rows))), b"set")
+    for k, rows in groupby(conn.execute("SELECT db, key, score, member FROM zset_members"), _KEY):
         if k in metas:
-            entries = sorted((float(r[3]), r[2]) for r in rows)
+            entries = sorted(map(_ELEM2, rows))
             put(k, ZSet.from_sorted(entries), b"zset")
     for k, rows in groupby(conn.execute("SELECT db, key, pos, value FROM list_items"), _KEY):
         if k in metas:
-            pairs = [(float(r[2]), r[3]) for r in rows]
-            lst = List(p[1] for p in pairs)
+            pairs = list(map(_ELEM2, rows))
+            lst = List(map(_SECOND, pairs))
             lst.attach(k)
-            lst._p = deque(p[0] for p in pairs)
+            lst._p = deque(map(float, map(_FIRST, pairs)))
             put(k, lst, b"list")
     for k, rows in groupby(conn.execute("SELECT db, key, ms, seq, fields FROM stream_entries"), _KEY):
         if k in metas and metas[k][0] == "stream":

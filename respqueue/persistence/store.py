@@ -16,7 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SCHEMA_VERSION = 1
+from compat.history_schema import HISTORY_DDL
+
+SCHEMA_VERSION = 2
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -45,8 +47,12 @@ _SCHEMA_V1 = [
     " seq INTEGER NOT NULL, fields BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
 ]
 
+# version 2: the job-history tables (compat/history_schema.py), written by compat/history.py
+_SCHEMA_V2 = [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
+
 # version -> statements that bring a store from version-1 to version
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
 ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_entries")
 
@@ -255,8 +261,9 @@ def repair(directory: str) -> tuple[bool, str]:
         if os.path.exists(p):
             os.unlink(p)
     new = sqlite3.connect(tmp, isolation_level=None)
-    for stmt in _SCHEMA_V1:
-        new.execute(stmt)
+    for v in range(1, SCHEMA_VERSION + 1):
+        for stmt in MIGRATIONS[v]:
+            new.execute(stmt)
     new.execute("INSERT OR REPLACE INTO meta(name, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
     saved = 0
     lost: list[str] = []
@@ -282,10 +289,26 @@ def repair(directory: str) -> tuple[bool, str]:
                 saved += len(rows)
         except sqlite3.DatabaseError as e:
             lost.append(f"{table}: {e}")
+    core_lost = len(lost)
+    # job history: copied when the old file has it (columns by name, so the row ids are kept)
+    for table in HISTORY_TABLES:
+        try:
+            cols = [r[1] for r in old.execute(f"PRAGMA table_info({table})")]
+            if not cols:
+                continue
+            cur = old.execute(f"SELECT {','.join(cols)} FROM {table}")  # noqa: S608 - fixed table names
+            ph = ",".join("?" * len(cols))
+            while True:
+                rows = cur.fetchmany(1000)
+                if not rows:
+                    break
+                new.executemany(f"INSERT OR REPLACE INTO {table}({','.join(cols)}) VALUES({ph})", rows)  # noqa: S608
+        except sqlite3.DatabaseError as e:
+            lost.append(f"{table}: {e}")
     new.execute("COMMIT")
     old.close()
     new.close()
-    if len(lost) == len(ALL_TABLES):
+    if core_lost == len(ALL_TABLES):
         for p in (tmp, tmp + "-wal", tmp + "-shm"):
             if os.path.exists(p):
                 os.unlink(p)

@@ -1,0 +1,378 @@
+"""Job-history capture inside the server (``server.history``).
+
+BullMQ writes every lifecycle event of a job to the stream ``<prefix>:<queue>:events`` with XADD. XADD
+calls :meth:`HistoryCapture.on_event` for streams whose name ends in ``:events``; the capture reads the job
+hash ``<prefix>:<queue>:<jobId>`` from the same database and appends rows for ``job_events`` (and, for a
+job that finished, ``job_final``) to the journal's open batch, so they commit in the same SQLite
+transaction as the write they record: no extra round trip, no disk wait on the hot path.
+
+BullMQ events map to the history vocabulary (``compat.history_schema.EVENTS``):
+
+* ``added``, ``waiting``, ``delayed``, ``active``, ``progress``, ``stalled``, ``completed``, ``failed``,
+  ``removed``: as they come;
+* ``retried``: a job leaves ``active`` for ``waiting`` (retryJob) or ``delayed`` (backoff, moveToDelayed)
+  after a failed attempt, i.e. its ``atm`` (attemptsMade) grew while it was active. A stalled job also
+  goes back to ``waiting`` (without an attempt): that stays ``waiting``, followed by ``stalled``;
+* other per-job events (``waiting-children``, ``duplicated``, ``deduplicated``, custom ones carrying a
+  ``jobId``) are kept under their own name; ``retries-exhausted`` (always right after the final
+  ``failed``) and events without a ``jobId`` (``drained``, ``paused``, ``cleaned``...) are skipped.
+
+``delay_ms`` is the job's relative delay (``added``, ``delayed``; for a ``retried`` with backoff, the
+backoff), not the absolute time BullMQ puts in the event. ``job_final`` is the job hash as BullMQ left
+it: its ``delay`` is 0 for a job that was promoted from ``delayed`` (BullMQ resets the field); the delay
+it was added with is in ``opts`` and in the ``added`` event's ``delay_ms``.
+
+``attempt`` is the attempt the event belongs to: ``atm + 1`` while it runs (active, progress, stalled),
+``atm`` once it ended (retried, completed, failed). ``worker`` is the job's ``pb`` (the Worker's ``name``
+option), unset for unnamed workers. For ``active`` it is only known after the script's HMSET that
+follows the XADD, so that row is completed at the job's next event or when the batch closes.
+
+With ``removeOnComplete``/``removeOnFail`` the job hash is deleted before the ``completed``/``failed``
+event is written; the capture keeps a reference to each in-flight job's hash (a bounded cache filled at
+``added``/``active``), so the final record still holds name, data, opts, timestamps and attemptsMade.
+``finishedOn`` is then the event's time (the script's own timestamp is not visible to XADD).
+
+Retention (``--history-retention``, default 7d) runs in the background: it deletes old rows in chunks
+through the journal (each chunk is one op in a normal batch), never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import sqlite3
+import time
+from typing import Any
+
+from compat.history_schema import HISTORY_DDL
+
+log = logging.getLogger("respqueue")
+
+EVENT_INSERT = (
+    "INSERT INTO job_events(ts_ms, prefix, queue, job_id, job_name, event, attempt, worker, failed_reason,"
+    " returnvalue_size, delay_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)"
+)
+FINAL_INSERT = (
+    "INSERT OR REPLACE INTO job_final(prefix, queue, job_id, name, data, opts, timestamp, delay, processed_on,"
+    " finished_on, attempts_made, failed_reason, returnvalue, state, recorded_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+# Retention: one chunk per op. The newest event row is always kept, so SQLite never reuses an id
+# (the export's watermark relies on ids only growing).
+EVENTS_PURGE = (
+    "DELETE FROM job_events WHERE id IN (SELECT id FROM job_events WHERE ts_ms < ?"
+    " AND id < (SELECT max(id) FROM job_events) ORDER BY ts_ms LIMIT ?)"
+)
+FINALS_PURGE = "DELETE FROM job_final WHERE rowid IN (SELECT rowid FROM job_final WHERE recorded_ms < ? LIMIT ?)"
+PURGE_CHUNK = 2000
+
+DEFAULT_RETENTION = "7d"
+CACHE_LIMIT = 50_000  # in-flight jobs whose hash the capture keeps a reference to (per generation)
+
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$", re.IGNORECASE)
+
+
+def parse_retention(v: str | int) -> int:
+    """``3600s``, ``90m``, ``12h``, ``7d``, ``2w`` or plain seconds -> seconds (0: keep forever)."""
+    m = _DURATION.match(str(v))
+    if not m:
+        raise ValueError(f"bad history retention {v!r}: use a number of seconds or e.g. 3600s, 90m, 12h, 7d")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def parse_switch(v: str | bool | None) -> bool:
+    """``on``/``off`` (also yes/no, true/false, 1/0)."""
+    if isinstance(v, bool):
+        return v
+    s = str(v if v is not None else "on").strip().lower()
+    if s in ("on", "yes", "true", "1"):
+        return True
+    if s in ("off", "no", "false", "0"):
+        return False
+    raise ValueError(f"bad --history value {v!r}: use on or off")
+
+
+def history_statements() -> list[str]:
+    """The DDL of the history tables as single statements (for the store's migration)."""
+    return [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
+
+
+def _s(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+def _i(b: bytes | None) -> int | None:
+    if b is None:
+        return None
+    try:
+        return int(b)
+    except ValueError:
+        try:
+            return int(float(b))
+        except ValueError:
+            return None
+
+
+class _Job:
+    """What the capture remembers of an in-flight job: its hash and its attemptsMade when it went active
+    (-1 when it is not active)."""
+
+    __slots__ = ("h", "atm")
+
+    def __init__(self, h: Any, atm: int) -> None:
+        self.h = h
+        self.atm = atm
+
+
+class HistoryCapture:
+    """Hooked on ``server.history``; see the module docstring."""
+
+    def __init__(self, server: Any, journal: Any, retention_s: int) -> None:
+        self.server = server
+        self.journal = journal
+        self.retention_s = retention_s
+        self._keys: dict[bytes, tuple[str, str, bytes] | None] = {}
+        # two generations of in-flight jobs: (db, job key) -> _Job; O(1) bounded eviction
+        self._cur: dict[tuple[int, bytes], _Job] = {}
+        self._old: dict[tuple[int, bytes], _Job] = {}
+        # active rows whose worker (pb) is set by the script after the XADD: (db, job key) -> (row, hash)
+        self._unresolved: dict[tuple[int, bytes], tuple[list[Any], Any]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self.events = 0
+        self.finals = 0
+        self.purged = 0
+        journal.batch_hooks.append(self.resolve_all)
+        journal.close_hooks.append(self.stop)
+
+    # ---- lifecycle ----------------------------------------------------------
+    def start(self) -> None:
+        if self.retention_s <= 0 or self._task is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._task = loop.create_task(self._retention_loop())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    # ---- the cache of in-flight jobs ------------------------------------------
+    def _get(self, k: tuple[int, bytes]) -> _Job | None:
+        j = self._cur.get(k)
+        if j is None:
+            j = self._old.get(k)
+        return j
+
+    def _put(self, k: tuple[int, bytes], j: _Job) -> None:
+        cur = self._cur
+        cur[k] = j
+        if len(cur) > CACHE_LIMIT:
+            self._old = cur
+            self._cur = {}
+
+    def _drop(self, k: tuple[int, bytes]) -> None:
+        self._cur.pop(k, None)
+        self._old.pop(k, None)
+
+    # ---- capture ----------------------------------------------------------------
+    def _key_info(self, key: bytes) -> tuple[str, str, bytes] | None:
+        base = key[:-7]  # without ":events"
+        prefix, sep, queue = base.rpartition(b":")
+        info = (_s(prefix) or "", _s(queue) or "", base + b":") if sep and queue else None
+        if len(self._keys) > 10_000:
+            self._keys.clear()
+        self._keys[key] = info
+        return info
+
+    def resolve_all(self) -> None:
+        """The batch closes: the active rows still waiting for their worker take it from the hash now."""
+        if self._unresolved:
+            for row, h in self._unresolved.values():
+                row[7] = _s(h.get(b"pb"))
+            self._unresolved.clear()
+
+    def on_event(self, c: Any, key: bytes, ms: int, argv: list[bytes], pos: int) -> None:
+        """XADD added an entry (fields ``argv[pos:]``, ID time ``ms``) to the stream ``key`` (``...:events``)."""
+        ev = jid = None
+        n = len(argv) - 1
+        i = pos
+        while i < n:
+            f = argv[i]
+            if f == b"event":
+                ev = argv[i + 1]
+            elif f == b"jobId":
+                jid = argv[i + 1]
+            i += 2
+        if ev is None or jid is None:
+            return
+        info = self._keys.get(key, False)
+        if info is False:
+            info = self._key_info(key)
+        if info is None:
+            return
+        prefix, queue, jbase = info  # type: ignore[misc]
+        db = c.db
+        jkey = jbase + jid
+        ck = (db.index, jkey)
+        h = db.data.get(jkey)
+        if h is not None and getattr(h, "rtype", None) != b"hash":
+            h = None
+        if self._unresolved:
+            u = self._unresolved.pop(ck, None)
+            if u is not None:
+                u[0][7] = _s(u[1].get(b"pb"))
+        j = self._get(ck)
+        src = h if h is not None else (j.h if j is not None else None)
+        name = _s(src.get(b"name")) if src is not None else None
+        attempt = worker = reason = rv_size = delay = None
+        kind = ev.decode("utf-8", "replace")
+        append = self.journal.append_row
+        if ev == b"added":
+            if name is None:
+                name = _s(self._field(argv, pos, b"name"))
+            if h is not None:
+                delay = _i(h.get(b"delay")) or None
+                self._put(ck, _Job(h, -1))
+        elif ev == b"active":
+            atm = (_i(src.get(b"atm")) or 0) if src is not None else 0
+            attempt = atm + 1
+            if h is not None:
+                if j is None or j.h is not h:
+                    j = _Job(h, atm)
+                    self._put(ck, j)
+                else:
+                    j.atm = atm
+            row = [ms, prefix, queue, _s(jid), name, "active", attempt, None, None, None, None]
+            if h is not None:
+                self._unresolved[ck] = (row, h)
+            self.events += 1
+            append(EVENT_INSERT, row)
+            return
+        elif ev == b"waiting" or ev == b"delayed":
+            if src is not None:
+                atm = _i(src.get(b"atm")) or 0
+                if j is not None and j.atm >= 0 and atm > j.atm:
+                    kind = "retried"
+                    attempt = atm
+                    worker = _s(src.get(b"pb"))
+                    reason = _s(src.get(b"failedReason"))
+                if ev == b"delayed":
+                    delay = _i(src.get(b"delay")) or None
+            if j is not None:
+                j.atm = -1
+        elif ev == b"progress" or ev == b"stalled":
+            if src is not None:
+                attempt = (_i(src.get(b"atm")) or 0) + 1
+                worker = _s(src.get(b"pb"))
+            if ev == b"stalled" and j is not None:
+                j.atm = -1
+        elif ev == b"completed" or ev == b"failed":
+            rv = self._field(argv, pos, b"returnvalue") if ev == b"completed" else None
+            fr = self._field(argv, pos, b"failedReason") if ev == b"failed" else None
+            if src is not None:
+                attempt = _i(src.get(b"atm"))
+                worker = _s(src.get(b"pb"))
+            if rv is not None:
+                rv_size = len(rv)
+            reason = _s(fr)
+            self._final(prefix, queue, jid, kind, ms, src, h is not None, rv, fr)
+            self._drop(ck)
+        elif ev == b"removed":
+            self._drop(ck)
+        elif ev == b"retries-exhausted":
+            return  # always right after the final 'failed' event, which says the same
+        self.events += 1
+        append(EVENT_INSERT, (ms, prefix, queue, _s(jid), name, kind, attempt, worker, reason, rv_size, delay))
+
+    @staticmethod
+    def _field(argv: list[bytes], pos: int, name: bytes) -> bytes | None:
+        n = len(argv) - 1
+        i = pos
+        while i < n:
+            if argv[i] == name:
+                return argv[i + 1]
+            i += 2
+        return None
+
+    def _final(self, prefix: str, queue: str, jid: bytes, state: str, ms: int, src: Any, live: bool,
+               rv: bytes | None, fr: bytes | None) -> None:
+        if src is not None:
+            g = src.get
+            processed = _i(g(b"processedOn"))
+            finished = _i(g(b"finishedOn")) if live else None
+            if finished is None:
+                finished = max(ms, processed or 0)
+            row = (prefix, queue, _s(jid), _s(g(b"name")), _s(g(b"data")), _s(g(b"opts")), _i(g(b"timestamp")),
+                   _i(g(b"delay")), processed, finished, _i(g(b"atm")),
+                   _s(fr if fr is not None else g(b"failedReason")),
+                   _s(rv if rv is not None else g(b"returnvalue")), state, int(time.time() * 1000))
+        else:
+            row = (prefix, queue, _s(jid), None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state,
+                   int(time.time() * 1000))
+        self.finals += 1
+        self.journal.append_row(FINAL_INSERT, row)
+
+    # ---- retention ------------------------------------------------------------------
+    def _interval(self) -> float:
+        return min(60.0, max(0.5, self.retention_s / 10))
+
+    async def _retention_loop(self) -> None:
+        path = self.journal.store.path
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                await asyncio.sleep(self._interval())
+                try:
+                    if conn is None:
+                        conn = await asyncio.to_thread(_read_conn, path)
+                    await self.purge(conn)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - retention must never take the server down
+                    log.warning("history retention: %s", e)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    async def purge(self, conn: sqlite3.Connection) -> int:
+        """Delete rows older than the retention, chunk by chunk, each chunk in a journal batch."""
+        cutoff = int(time.time() * 1000) - self.retention_s * 1000
+        total = 0
+        for count_sql, purge_sql in (
+            ("SELECT count(*) FROM (SELECT 1 FROM job_events WHERE ts_ms < ? LIMIT 1000000)", EVENTS_PURGE),
+            ("SELECT count(*) FROM (SELECT 1 FROM job_final WHERE recorded_ms < ? LIMIT 1000000)", FINALS_PURGE),
+        ):
+            n = await asyncio.to_thread(_count, conn, count_sql, cutoff)
+            while n > 0:
+                bid = self.journal.append_op(purge_sql, (cutoff, PURGE_CHUNK))
+                while self.journal.committed_id < bid:
+                    await asyncio.sleep(0.02)
+                    if self.journal.failed_ops is not None:
+                        await asyncio.sleep(1.0)
+                total += min(PURGE_CHUNK, n)
+                n -= PURGE_CHUNK
+        self.purged += total
+        return total
+
+
+def _read_conn(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=5)
+    return conn
+
+
+def _count(conn: sqlite3.Connection, sql: str, cutoff: int) -> int:
+    row = conn.execute(sql, (cutoff,)).fetchone()
+    conn.rollback()
+    return int(row[0])
+
+
+def open_history(server: Any, journal: Any) -> HistoryCapture | None:
+    """Build the capture from the server's config (None when ``--history off``)."""
+    cfg = server.config
+    if not parse_switch(getattr(cfg, "history", "on")):
+        return None
+    return HistoryCapture(server, journal, parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION)))

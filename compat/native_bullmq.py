@@ -1,0 +1,583 @@
+"""Native implementations of BullMQ's hottest scripts (see compat/scripts.py).
+
+Each function mirrors the common path of one script: it issues the same
+redis.call()s, in the same order, with the same arguments (Lua numbers
+formatted as Redis formats them), through the same command procedures, and
+returns the reply the Lua script would. Before its first write it checks
+everything that could make a later call fail or make the script take another
+branch (key types, counters, options it does not implement); on anything
+unusual it raises :class:`Bail` and the Lua script runs instead.
+
+Implemented:
+
+* addStandardJob (node 6.7.0 and py 3.4.4 bodies): plain jobs, custom ids that
+  do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
+  deduplication, duplicated ids.
+* moveToActive: wait -> active and prioritized -> active, paused/maxed queues,
+  the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
+  legacy ``0:`` markers in wait.
+* moveToFinished: completed/failed, keepJobs count -1/0/absent, with or without
+  fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
+  -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
+  counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgpack
+
+from lua.convert import format_number_arg, truncate
+from respqueue.numbers import str2int
+from respqueue.types.hash import Hash
+from respqueue.types.list import List
+from respqueue.types.stream import MAX_ID, Stream
+from respqueue.types.zset import ZSet
+
+from .scripts import Bail, Ctx, cmd, native
+
+INCR = cmd("incr")
+HGET = cmd("hget")
+HSET = cmd("hset")
+HMSET = cmd("hmset")
+HMGET = cmd("hmget")
+HGETALL = cmd("hgetall")
+HINCRBY = cmd("hincrby")
+EXISTS = cmd("exists")
+XADD = cmd("xadd")
+LLEN = cmd("llen")
+LPUSH = cmd("lpush")
+RPUSH = cmd("rpush")
+RPOPLPUSH = cmd("rpoplpush")
+ZADD = cmd("zadd")
+ZPOPMIN = cmd("zpopmin")
+ZRANGE = cmd("zrange")
+ZRANGEBYSCORE = cmd("zrangebyscore")
+SET = cmd("set")
+DEL = cmd("del")
+
+_INT_RE = re.compile(rb"-?[0-9]{1,15}\Z")
+_NUM_RE = re.compile(rb"-?[0-9]{1,16}(\.[0-9]{1,6})?\Z")
+_EXACT = 2**53
+_MAX_COUNTER = 10**14 - 1  # Lua 5.1 prints numbers up to here without an exponent ("jobCounter .. ''")
+_INT64_MAX = 2**63 - 1
+
+
+def _truthy(v: Any) -> bool:
+    return v is not None and v is not False
+
+
+def _num(v: Any) -> bytes:
+    """A Lua number (from msgpack) as a redis.call argument; Bail if not exactly representable."""
+    t = type(v)
+    if t is int:
+        if -_EXACT < v < _EXACT:
+            return b"%d" % v
+        raise Bail("number out of range")
+    if t is float:
+        if v != v or not -_EXACT < v < _EXACT:
+            raise Bail("number out of range")
+        if v.is_integer():
+            return b"%d" % int(v)  # as the bridge sees it: lupa hands integral numbers over as int (-0.0 -> "0")
+        return format_number_arg(v)
+    raise Bail("not a number")
+
+
+def _arg(v: Any) -> bytes:
+    """A Lua string or number as a redis.call argument."""
+    if type(v) is bytes:
+        return v
+    return _num(v)
+
+
+def _unpack(raw: bytes) -> Any:
+    try:
+        return msgpack.unpackb(raw, raw=True, strict_map_key=False, ext_hook=_no_ext)
+    except Exception:
+        raise Bail("msgpack") from None
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise ValueError("ext")
+
+
+# raw msgpack opts -> (decoded dict, cjson.encode of the Lua table cmsgpack.unpack builds)
+_OPTS: dict[bytes, tuple[dict[Any, Any], bytes]] = {}
+
+
+def _opts_with_json(ctx: Ctx, raw: bytes) -> tuple[dict[Any, Any], bytes]:
+    """Decode the options and encode them as the Lua path does (cjson.encode(cmsgpack.unpack(raw))).
+
+    The JSON comes from the runtime's own cmsgpack/cjson on a real Lua table, so
+    key order is Lua's table order; it is cached per distinct raw value."""
+    e = _OPTS.get(raw)
+    if e is not None:
+        return e
+    opts = _unpack(raw)
+    if type(opts) is not dict:
+        raise Bail("opts")
+    from lua import cjson, cmsgpack
+
+    libs = ctx.server.scripting.libs
+    res = cmsgpack.unpack(libs, (raw,))
+    if type(res) is not tuple or res[0] is not True or len(res[1]) != 1:
+        raise Bail("opts unpack")
+    enc = cjson.encode(libs, (res[1][0],))
+    if type(enc) is not bytes:
+        raise Bail("opts encode")
+    if len(_OPTS) >= 1024:
+        _OPTS.clear()
+    e = _OPTS[raw] = (opts, enc)
+    return e
+
+
+def _check(db: Any, key: bytes, cls: type) -> Any:
+    """The value at ``key`` if absent or a ``cls``; Bail otherwise (the script would fail)."""
+    v = db.lookup(key)
+    if v is not None and type(v) is not cls and not isinstance(v, cls):
+        raise Bail("wrong type")
+    return v
+
+
+def _check_stream(db: Any, key: bytes) -> None:
+    s = _check(db, key, Stream)
+    if s is not None and s.last_id >= MAX_ID - 8:
+        raise Bail("stream ids exhausted")
+
+
+def _paused_or_maxed_attrs(paused: Any, concurrency: Any) -> int | None:
+    """Validate meta's paused/concurrency as the scripts read them; the concurrency
+    limit to compare LLEN(active) with, -1 when paused, None when neither."""
+    if paused is not None:
+        return -1
+    if concurrency is not None:
+        if not _INT_RE.match(concurrency):
+            raise Bail("concurrency")  # tonumber() corner cases: let Lua decide
+        return int(concurrency)
+    return None
+
+
+def _check_meta(db: Any, key: bytes) -> Any:
+    meta = _check(db, key, Hash)
+    if meta is not None:
+        _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+    return meta
+
+
+# ---- addStandardJob -----------------------------------------------------------------
+@native("addStandardJob")
+def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+    """KEYS: wait paused meta id completed delayed active events marker; ARGV: args, data, opts."""
+    if len(argv) < 3 or len(set(keys)) != 9:
+        raise Bail("args")
+    a = _unpack(argv[0])
+    if type(a) is not list:
+        raise Bail("args")
+    if len(a) < 10:
+        a = a + [None] * (10 - len(a))
+    prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
+    if a[4] is not None or a[5] is not None:
+        raise Bail("parent")  # parentKey / parent dependencies key
+    if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
+        raise Bail("args types")
+    ts = timestamp if type(timestamp) is bytes else _num(timestamp)
+    rjk = a[7]
+    if _truthy(rjk):
+        rjk = _arg(rjk)
+    else:
+        rjk = None
+    opts, opts_json = _opts_with_json(ctx, argv[2])
+    if _truthy(opts.get(b"de")):
+        raise Bail("deduplication")
+    delay = opts.get(b"delay")
+    delay = b"0" if not _truthy(delay) else _arg(delay)
+    priority = opts.get(b"priority")
+    priority = b"0" if not _truthy(priority) else _arg(priority)
+    push = RPUSH if _truthy(opts.get(b"lifo")) else LPUSH
+
+    wait_key, meta_key, id_key, active_key, events_key, marker_key = keys[0], keys[2], keys[3], keys[6], keys[7], keys[8]
+    db = ctx.db
+    # ---- checks: nothing below may fail or branch differently once writing starts
+    cur = _check(db, id_key, bytes)
+    if cur is None:
+        counter = 1
+    else:
+        n = str2int(cur)
+        if n is None or n >= _MAX_COUNTER:
+            raise Bail("id counter")
+        counter = n + 1
+    meta = _check_meta(db, meta_key)
+    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+    if max_events is not None:
+        m = str2int(max_events)
+        if m is None or m < 0:
+            raise Bail("maxLenEvents")
+    job_id = custom_id if custom_id else b"%d" % counter
+    job_key = prefix + job_id
+    if job_key in keys:
+        raise Bail("key clash")
+    job = db.lookup(job_key)
+    if job is not None:
+        if custom_id:
+            raise Bail("duplicated job")
+        if type(job) is not Hash:
+            raise Bail("job key type")
+    _check_stream(db, events_key)
+    _check(db, wait_key, List)
+    _check(db, active_key, List)
+    _check(db, marker_key, ZSet)
+
+    # ---- the script's calls
+    call = ctx.call
+    call(INCR, [b"INCR", id_key])
+    max_events = call(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    if custom_id:
+        call(EXISTS, [b"EXISTS", job_key])
+    hm = [b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json,
+          b"timestamp", ts, b"delay", delay, b"priority", priority]
+    if rjk is not None:
+        hm += [b"rjk", rjk]
+    call(HMSET, hm)
+    call(XADD, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
+    paused, conc = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency"])
+    limit = _paused_or_maxed_attrs(paused, conc)
+    if limit is None:
+        paused_or_maxed = False
+    elif limit < 0:
+        paused_or_maxed = True
+    else:
+        paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+    call(push, [push.name.upper().encode(), wait_key, job_id])
+    if not paused_or_maxed:
+        call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+    call(XADD, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
+    return job_id
+
+
+# ---- moveToActive -------------------------------------------------------------------
+def _check_job_for_processing(ctx: Ctx, keys: list[bytes], prefix: bytes, job_id: bytes) -> None:
+    if job_id[:2] == b"0:":
+        raise Bail("legacy marker")
+    job_key = prefix + job_id
+    if job_key in keys or job_key + b":lock" in keys:
+        raise Bail("key clash")
+    job = _check(ctx.db, job_key, Hash)
+    if job is not None:
+        ats = job.get(b"ats")
+        if ats is not None:
+            n = str2int(ats)
+            if n is None or n >= _INT64_MAX:
+                raise Bail("ats")
+
+
+@native("moveToActive")
+def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+    """KEYS: wait active prioritized events stalled limiter delayed paused meta pc marker;
+    ARGV: prefix, timestamp, opts."""
+    if len(argv) < 3 or len(set(keys)) != 11:
+        raise Bail("args")
+    prefix, ts = argv[0], argv[1]
+    if not _NUM_RE.match(ts):
+        raise Bail("timestamp")
+    opts = _unpack(argv[2])
+    if type(opts) is not dict:
+        raise Bail("opts")
+    if _truthy(opts.get(b"limiter")):
+        raise Bail("rate limiter")
+    token = opts.get(b"token")
+    if type(token) is not bytes:
+        raise Bail("token")
+    lock_ms = None
+    if token != b"0":
+        d = opts.get(b"lockDuration")
+        if type(d) is float and d == d and d.is_integer():
+            d = int(d)
+        if type(d) is not int or not 0 < d < _EXACT:
+            raise Bail("lockDuration")
+        lock_ms = b"%d" % d
+    worker = opts.get(b"name")
+    if _truthy(worker):
+        if type(worker) is not bytes:
+            raise Bail("worker name")
+    else:
+        worker = None
+
+    wait_key, active_key, prio_key, events_key = keys[0], keys[1], keys[2], keys[3]
+    delayed_key, meta_key, pc_key, marker_key = keys[6], keys[8], keys[9], keys[10]
+    db = ctx.db
+    meta = _check_meta(db, meta_key)
+    if meta is not None and meta.get(b"max") is not None:
+        raise Bail("rate limit")
+    wait = _check(db, wait_key, List)
+    _check(db, active_key, List)
+    prio = _check(db, prio_key, ZSet)
+    _check(db, delayed_key, ZSet)
+    _check(db, marker_key, ZSet)
+    _check_stream(db, events_key)
+    if wait:
+        _check_job_for_processing(ctx, keys, prefix, wait.get(len(wait) - 1))
+    elif prio:
+        _check_job_for_processing(ctx, keys, prefix, next(prio.items())[1])
+
+    call = ctx.call
+    # getQueueMetadata
+    paused, conc, _max, _duration = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+    limit = _paused_or_maxed_attrs(paused, conc)
+    if limit is None:
+        paused_or_maxed = False
+    elif limit < 0:
+        paused_or_maxed = True
+    else:
+        paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+    # promoteDelayedJobs: only when there is nothing to promote
+    upto = format_number_arg((float(ts) + 1) * 0x1000 - 1)
+    if call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", upto, b"LIMIT", b"0", b"1000"]):
+        raise Bail("delayed jobs to promote")
+    if paused_or_maxed:
+        return [0, 0, 0, 0]
+    job_id = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])
+    if job_id is None:
+        popped = call(ZPOPMIN, [b"ZPOPMIN", prio_key])
+        if popped:
+            job_id = popped[0]
+            call(LPUSH, [b"LPUSH", active_key, job_id])
+        else:
+            call(DEL, [b"DEL", pc_key])
+            r = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+            if len(r) >= 2:
+                score = r[1]
+                score = float(score) if type(score) is not float else score
+                return [0, 0, 0, truncate(score / 0x1000)]
+            return [0, 0, 0, 0]
+    # prepareJobForProcessing
+    job_key = prefix + job_id
+    if lock_ms is not None:
+        call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
+    call(XADD, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
+    hm = [b"HMSET", job_key, b"processedOn", ts]
+    if worker is not None:
+        hm += [b"pb", worker]
+    call(HMSET, hm)
+    call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
+    call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+    h = call(HGETALL, [b"HGETALL", job_key])
+    flat: list[Any] = []
+    for k, v in h.items():
+        flat.append(k)
+        flat.append(v)
+    return [flat, job_id, 0, 0]
+
+
+# ---- moveToFinished ---------------------------------------------------------------
+LREM = cmd("lrem")
+SCARD = cmd("scard")
+ZCARD = cmd("zcard")
+GET = cmd("get")
+SREM = cmd("srem")
+XTRIM = cmd("xtrim")
+HDEL = cmd("hdel")
+
+
+def _lock_opts(opts: dict[Any, Any]) -> tuple[bytes, bytes | None, bytes | None]:
+    """(token, lock PX ms or None for token "0", worker name or None) as prepareJobForProcessing uses them."""
+    token = opts.get(b"token")
+    if type(token) is not bytes:
+        raise Bail("token")
+    lock_ms = None
+    if token != b"0":
+        d = opts.get(b"lockDuration")
+        if type(d) is float and d == d and d.is_integer():
+            d = int(d)
+        if type(d) is not int or not 0 < d < _EXACT:
+            raise Bail("lockDuration")
+        lock_ms = b"%d" % d
+    worker = opts.get(b"name")
+    if _truthy(worker):
+        if type(worker) is not bytes:
+            raise Bail("worker name")
+    else:
+        worker = None
+    return token, lock_ms, worker
+
+
+def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
+                 token: bytes, lock_ms: bytes | None, worker: bytes | None) -> list[Any]:
+    """prepareJobForProcessing without rate limiting."""
+    call = ctx.call
+    job_key = prefix + job_id
+    if lock_ms is not None:
+        call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
+    call(XADD, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
+    hm = [b"HMSET", job_key, b"processedOn", ts]
+    if worker is not None:
+        hm += [b"pb", worker]
+    call(HMSET, hm)
+    call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
+    call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+    h = call(HGETALL, [b"HGETALL", job_key])
+    flat: list[Any] = []
+    for k, v in h.items():
+        flat.append(k)
+        flat.append(v)
+    return [flat, job_id, 0, 0]
+
+
+@native("moveToFinished")
+def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+    """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
+    ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
+    if len(argv) < 8 or len(set(keys)) != 14:
+        raise Bail("args")
+    if len(argv) > 8 and argv[8]:
+        raise Bail("fields to update")
+    job_id, ts, prop, val, target, fetch, prefix = argv[:7]
+    failed = target == b"failed"
+    if not failed and target != b"completed":
+        raise Bail("target")
+    if not _NUM_RE.match(ts):
+        raise Bail("timestamp")
+    wait_key, active_key, prio_key, events_key, stalled_key = keys[0], keys[1], keys[2], keys[3], keys[4]
+    delayed_key, meta_key, pc_key, target_key, job_key, marker_key = keys[6], keys[8], keys[9], keys[10], keys[11], keys[13]
+    ks = set(keys)
+    for suffix in (b":lock", b":dependencies", b":unsuccessful", b":logs", b":processed", b":failed"):
+        if job_key + suffix in ks:
+            raise Bail("key clash")
+    db = ctx.db
+    call = ctx.call
+    # ---- reads (an error here still falls back to Lua: nothing written yet)
+    if not call(EXISTS, [b"EXISTS", job_key]):
+        return -1
+    if not failed:
+        if call(SCARD, [b"SCARD", job_key + b":dependencies"]) != 0:
+            return -4
+        if call(ZCARD, [b"ZCARD", job_key + b":unsuccessful"]) != 0:
+            return -9
+    opts = _unpack(argv[7])
+    if type(opts) is not dict:
+        raise Bail("opts")
+    keep = opts.get(b"keepJobs")
+    if type(keep) is not dict or keep.get(b"age") is not None:
+        raise Bail("keepJobs")
+    max_count = keep.get(b"count")
+    if max_count is not None and type(max_count) not in (int, float):
+        raise Bail("keepJobs count")
+    if max_count is not None and max_count > 0:
+        raise Bail("keepJobs count > 0")
+    remove = max_count is not None and max_count == 0
+    if opts.get(b"maxMetricsSize") != b"":
+        raise Bail("metrics")
+    attempts = opts.get(b"attempts")
+    if failed and (type(attempts) not in (int, float) or attempts != attempts):
+        raise Bail("attempts")
+    token, lock_ms, worker = _lock_opts(opts)
+    fetch_next = fetch == b"1"
+    # ---- everything that could fail or branch after the first write
+    job = _check(db, job_key, Hash)
+    if job is None or job.get(b"parentKey") is not None or job.get(b"parent") is not None or job.get(b"deid") is not None:
+        raise Bail("job with parent or dedup")
+    atm = job.get(b"atm")
+    if atm is not None:
+        n = str2int(atm)
+        if n is None or n >= _INT64_MAX:
+            raise Bail("atm")
+    active = _check(db, active_key, List)
+    if active is None or active.find(job_id, True) < 0:
+        raise Bail("not active")  # -3 comes after the lock is deleted: let Lua do it
+    meta = _check_meta(db, meta_key)
+    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+    if max_events is not None:
+        m = str2int(max_events)
+        if m is None or m < 0:
+            raise Bail("maxLenEvents")
+    _check_stream(db, events_key)
+    _check(db, target_key, ZSet)
+    wait = _check(db, wait_key, List)
+    prio = _check(db, prio_key, ZSet)
+    delayed = _check(db, delayed_key, ZSet)
+    if fetch_next:
+        if meta is not None and meta.get(b"max") is not None:
+            raise Bail("rate limit")
+        if _truthy(opts.get(b"limiter")):
+            raise Bail("rate limiter")
+        _check(db, marker_key, ZSet)
+        upto = (float(ts) + 1) * 0x1000 - 1
+        if delayed is not None:
+            lo, hi = delayed.score_span(0.0, False, upto, False)
+            if hi > lo:
+                raise Bail("delayed jobs to promote")
+        nxt = None
+        if wait:
+            nxt = wait.get(len(wait) - 1)
+        elif prio:
+            nxt = next(prio.items())[1]
+        if nxt is not None:
+            if nxt == job_id:
+                raise Bail("next job is this job")
+            _check_job_for_processing(ctx, keys, prefix, nxt)
+            if prefix + nxt == job_key:
+                raise Bail("key clash")
+    # ---- removeLock: the first write
+    if token != b"0":
+        lock_token = call(GET, [b"GET", job_key + b":lock"])
+        if lock_token != token:
+            return -2 if lock_token is None else -6
+        call(DEL, [b"DEL", job_key + b":lock"])
+        call(SREM, [b"SREM", stalled_key, job_id])
+    call(HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
+    call(LREM, [b"LREM", active_key, b"-1", job_id])
+    # trimEvents
+    max_events = call(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    call(XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events])
+    attempts_made = call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
+    if not remove:
+        call(ZADD, [b"ZADD", target_key, ts, job_id])
+        call(HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts])
+        if failed:
+            call(HDEL, [b"HDEL", job_key, b"defa"])
+    else:
+        call(DEL, [b"DEL", job_key, job_key + b":logs", job_key + b":dependencies", job_key + b":processed",
+                   job_key + b":failed", job_key + b":unsuccessful"])
+    call(XADD, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
+    if failed and attempts_made >= attempts:
+        call(XADD, [b"XADD", events_key, b"*", b"event", b"retries-exhausted", b"jobId", job_id,
+                    b"attemptsMade", b"%d" % attempts_made])
+    if fetch_next:
+        # fetchNextJob
+        paused, conc, _max, _duration = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+        limit = _paused_or_maxed_attrs(paused, conc)
+        if limit is None:
+            paused_or_maxed = False
+        elif limit < 0:
+            paused_or_maxed = True
+        else:
+            paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+        call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
+        if paused_or_maxed:
+            return [0, 0, 0, 0]
+        nid = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])
+        if nid is None:
+            popped = call(ZPOPMIN, [b"ZPOPMIN", prio_key])
+            if popped:
+                nid = popped[0]
+                call(LPUSH, [b"LPUSH", active_key, nid])
+            else:
+                call(DEL, [b"DEL", pc_key])
+        if nid is not None:
+            return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker)
+        r = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+        if len(r) >= 2:
+            score = r[1]
+            score = float(score) if type(score) is not float else score
+            return [0, 0, 0, truncate(score / 0x1000)]
+    if call(LLEN, [b"LLEN", wait_key]) == 0 and call(LLEN, [b"LLEN", active_key]) == 0 \
+            and call(ZCARD, [b"ZCARD", prio_key]) == 0:
+        call(XADD, [b"XADD", events_key, b"*", b"event", b"drained"])
+    return 0

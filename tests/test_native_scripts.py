@@ -1,0 +1,656 @@
+"""Native BullMQ script paths (compat/native_bullmq.py) against the Lua path as the oracle.
+
+Two respqueue servers run the same EVAL/EVALSHA workload, one with
+``--native-scripts off`` (Lua) and one with ``on``; every reply and, after every
+step, the whole keyspace (types, values in order, TTL presence, stream entries
+without their time-based IDs) must be identical. The script bodies are BullMQ's
+own, read at test time from interop/node_modules (bullmq 6.7.0) and the installed
+Python bullmq package; none is stored in the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compat.scripts import SCRIPTS
+
+from .servers import ROOT, ServerProcess, start_respqueue
+
+NODE_DIR = os.path.join(ROOT, "interop", "node_modules", "bullmq", "dist", "cjs", "scripts")
+WANTED = ("addStandardJob-9", "moveToActive-11", "addPrioritizedJob-9", "addDelayedJob-6", "moveToFinished-14")
+
+
+def _node_bodies() -> dict[str, bytes]:
+    if not os.path.isdir(NODE_DIR) or shutil.which("node") is None:
+        return {}
+    js = (
+        "const out={};for(const n of process.argv.slice(1)){const m=require(process.env.D+'/'+n+'.js');"
+        "for(const k of Object.keys(m)){if(m[k]&&m[k].content)out[n]=m[k].content;}}"
+        "process.stdout.write(JSON.stringify(out));"
+    )
+    p = subprocess.run(["node", "-e", js, *WANTED], capture_output=True, env={**os.environ, "D": NODE_DIR}, timeout=60)
+    if p.returncode != 0:
+        return {}
+    return {k: v.encode() for k, v in json.loads(p.stdout).items()}
+
+
+def _py_bodies() -> dict[str, bytes]:
+    try:
+        import bullmq
+    except ImportError:
+        return {}
+    d = os.path.join(os.path.dirname(bullmq.__file__), "commands")
+    out = {}
+    for n in WANTED:
+        f = os.path.join(d, n + ".lua")
+        if os.path.exists(f):
+            with open(f, "rb") as fh:
+                out[n] = fh.read()
+    return out
+
+
+NODE = _node_bodies()
+PY = _py_bodies()
+needs_node = pytest.mark.skipif(len(NODE) != len(WANTED), reason="interop/node_modules (bullmq 6.7.0) or node missing")
+needs_py = pytest.mark.skipif("addStandardJob-9" not in PY, reason="Python bullmq package not installed")
+
+
+def sha(body: bytes) -> str:
+    return hashlib.sha1(body).hexdigest()
+
+
+class Pair:
+    """The same commands on the Lua server and the native server."""
+
+    def __init__(self, lua: ServerProcess, nat: ServerProcess) -> None:
+        self.lua_srv, self.nat_srv = lua, nat
+        self.lua = redis.Redis(port=lua.port)
+        self.nat = redis.Redis(port=nat.port)
+        self.bodies: dict[str, bytes] = {}
+
+    def both(self, *args: Any) -> Any:
+        a = _run(self.lua, args)
+        b = _run(self.nat, args)
+        assert _norm(a) == _norm(b), f"replies differ for {args[:1]}: lua={a!r} native={b!r}"
+        return a
+
+    def script(self, body: bytes, keys: list[bytes], argv: list[Any], by_sha: bool = True) -> Any:
+        if by_sha:
+            return self.both("EVALSHA", sha(body), len(keys), *keys, *argv)
+        return self.both("EVAL", body, len(keys), *keys, *argv)
+
+    def load(self, body: bytes) -> None:
+        self.both("SCRIPT", "LOAD", body)
+
+    def compare(self) -> None:
+        da, db = dump(self.lua), dump(self.nat)
+        if da != db:
+            diffs = [k for k in sorted(set(da) | set(db)) if da.get(k) != db.get(k)]
+            k = diffs[0]
+            raise AssertionError(f"keyspaces differ at {k!r}: lua={da.get(k)!r} native={db.get(k)!r} (all: {diffs})")
+
+    def flush(self) -> None:
+        self.lua.flushall()
+        self.nat.flushall()
+
+    def close(self) -> None:
+        self.lua.close()
+        self.nat.close()
+
+
+def _run(r: redis.Redis, args: tuple[Any, ...]) -> Any:
+    try:
+        return r.execute_command(*args)
+    except redis.ResponseError as e:
+        return ("error", str(e))
+
+
+def _norm(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_norm(v) for v in x]
+    return x
+
+
+def dump(r: redis.Redis, sort_hashes: bool = False) -> dict[bytes, Any]:
+    out: dict[bytes, Any] = {}
+    for k in sorted(r.keys("*")):
+        t = r.type(k)
+        if t == b"string":
+            v: Any = r.get(k)
+        elif t == b"hash":
+            v = list(r.hgetall(k).items())
+            if sort_hashes:
+                v.sort()
+        elif t == b"list":
+            v = r.lrange(k, 0, -1)
+        elif t == b"set":
+            v = sorted(r.smembers(k))
+        elif t == b"zset":
+            v = r.zrange(k, 0, -1, withscores=True)
+        elif t == b"stream":
+            ents = r.xrange(k)
+            # IDs are time based: keep the fields and whether consecutive entries share a millisecond
+            v = (r.xlen(k), [sorted(f.items()) for _, f in ents])
+        else:
+            continue  # expired meanwhile
+        pttl = r.pttl(k)
+        out[k] = (t, v, "ttl" if pttl > 0 else pttl)
+    return out
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    lua = start_respqueue("--durability", "memory", "--native-scripts", "off", "--log-level", "debug")
+    nat = start_respqueue("--durability", "memory", "--native-scripts", "on", "--log-level", "debug")
+    yield lua, nat
+    lua.stop()
+    nat.stop()
+
+
+@pytest.fixture
+def pair(servers: tuple[ServerProcess, ServerProcess]) -> Iterator[Pair]:
+    p = Pair(*servers)
+    p.flush()
+    p.both("SCRIPT", "FLUSH")
+    yield p
+    p.close()
+
+
+# ---- BullMQ-shaped arguments ---------------------------------------------------------
+Q = b"bull:q:"
+ADD_KEYS = [Q + s for s in (b"wait", b"paused", b"meta", b"id", b"completed", b"delayed", b"active", b"events", b"marker")]
+PRIO_KEYS = [Q + s for s in (b"marker", b"meta", b"id", b"prioritized", b"delayed", b"completed", b"active", b"events", b"pc")]
+DELAY_KEYS = [Q + s for s in (b"marker", b"meta", b"id", b"delayed", b"completed", b"events")]
+MTA_KEYS = [Q + s for s in (b"wait", b"active", b"prioritized", b"events", b"stalled", b"limiter", b"delayed", b"paused",
+                            b"meta", b"pc", b"marker")]
+TS = 1763700000000
+
+
+def add_args(custom_id: str = "", name: str = "job", ts: Any = TS, data: str = '{"i":1}', opts: dict[str, Any] | None = None,
+             rjk: str | None = None, parent: bool = False) -> list[bytes]:
+    a: list[Any] = [Q, custom_id, name, ts, None, None, None, rjk, None]
+    if parent:
+        a[4] = b"bull:p:1"
+        a[5] = b"bull:p:1:dependencies"
+        a[6] = {"id": "1", "queueKey": "bull:p"}
+    o = {"attempts": 0} if opts is None else opts
+    return [msgpack.packb(a), data.encode(), msgpack.packb(o)]
+
+
+def mta_args(ts: int = TS + 5, token: Any = "tok-1", lock: Any = 30000, name: str | None = None,
+             limiter: Any = None) -> list[bytes]:
+    o: dict[str, Any] = {"token": token, "lockDuration": lock}
+    if limiter is not None:
+        o["limiter"] = limiter
+    if name is not None:
+        o["name"] = name
+    return [Q, str(ts).encode(), msgpack.packb(o)]
+
+
+def finish_args(job_id: bytes, token: str = "tok-1", ts: int = TS + 9, fetch: int = 0, target: str = "completed",
+                keep: Any = -1, attempts: Any = 1, metrics: Any = "", name: str | None = None,
+                limiter: Any = None) -> tuple[list[bytes], list[Any]]:
+    keys = [Q + s for s in (b"wait", b"active", b"prioritized", b"events", b"stalled", b"limiter", b"delayed", b"paused",
+                            b"meta", b"pc", target.encode())] + [Q + job_id, Q + b"metrics:" + target.encode(), Q + b"marker"]
+    opts: dict[str, Any] = {"token": token, "keepJobs": {"count": keep} if keep is not None else {}, "lockDuration": 30000,
+                            "attempts": attempts, "maxMetricsSize": metrics,
+                            "fpof": False, "cpof": False, "idof": False, "rdof": False}
+    if name is not None:
+        opts["name"] = name
+    if limiter is not None:
+        opts["limiter"] = limiter
+    prop = "returnvalue" if target == "completed" else "failedReason"
+    return keys, [job_id, ts, prop, "42" if target == "completed" else "boom", target, fetch, Q, msgpack.packb(opts)]
+
+
+def native_log_count(srv: ServerProcess, what: str) -> int:
+    return srv.output().count(what)
+
+
+# ---- the table -------------------------------------------------------------------------
+def test_sha_table_matches_bodies() -> None:
+    bodies = {("node-6.7.0", k): v for k, v in NODE.items()} | {("py-3.4.4", k): v for k, v in PY.items()}
+    if not bodies:
+        pytest.skip("no BullMQ script bodies available")
+    for (rel, fname), body in bodies.items():
+        name, nk = fname.rsplit("-", 1)
+        ent = SCRIPTS.get(sha(body).encode())
+        assert ent is not None, f"{rel} {fname} not in compat.scripts.SCRIPTS"
+        assert ent[0] == name and ent[1] == int(nk) and rel in ent[2]
+
+
+# ---- scripted scenarios --------------------------------------------------------------------
+@needs_node
+def test_add_and_fetch_scripted(pair: Pair) -> None:
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    nat = pair.nat_srv
+    before = native_log_count(nat, "native addStandardJob: ran")
+    # first call by EVAL (as ioredis does), then EVALSHA
+    assert pair.script(add, ADD_KEYS, add_args(), by_sha=False) == b"1"
+    pair.compare()
+    for i in range(5):
+        pair.script(add, ADD_KEYS, add_args(name=f"n{i}", data=json.dumps({"i": i})))
+        pair.compare()
+    pair.script(add, ADD_KEYS, add_args(custom_id="custom-1", opts={"lifo": True, "attempts": 3, "backoff": {"type": "fixed", "delay": 5}}))
+    pair.script(add, ADD_KEYS, add_args(rjk="repeat:abc:1", ts=float(TS)))
+    pair.compare()
+    assert native_log_count(nat, "native addStandardJob: ran") - before == 8
+    before = native_log_count(nat, "native moveToActive: ran")
+    pair.load(mta)
+    for i in range(10):
+        r = pair.script(mta, MTA_KEYS, mta_args(token=f"t{i}", name="w1" if i % 2 else None))
+        pair.compare()
+        if i < 8:
+            assert isinstance(r, list) and r[1] and r[0] and r[2:] == [0, 0], r
+        else:
+            assert r == [0, 0, 0, 0]
+    assert native_log_count(nat, "native moveToActive: ran") - before == 10
+
+
+@needs_node
+def test_meta_variants(pair: Pair) -> None:
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    pair.load(add)
+    pair.load(mta)
+    pair.both("HSET", Q + b"meta", "opts.maxLenEvents", "3")
+    for _ in range(12):
+        pair.script(add, ADD_KEYS, add_args())
+        pair.compare()
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    pair.script(add, ADD_KEYS, add_args())  # no marker while paused
+    assert pair.script(mta, MTA_KEYS, mta_args()) == [0, 0, 0, 0]
+    pair.compare()
+    pair.both("HDEL", Q + b"meta", "paused")
+    pair.both("HSET", Q + b"meta", "concurrency", "2")
+    for _ in range(4):
+        pair.script(mta, MTA_KEYS, mta_args(token="0"))  # token "0": no lock
+        pair.compare()
+    pair.script(add, ADD_KEYS, add_args())  # maxed: no marker
+    pair.compare()
+    pair.both("HSET", Q + b"meta", "concurrency", "x")  # tonumber(nil) error: Lua decides
+    pair.script(add, ADD_KEYS, add_args())
+    pair.script(mta, MTA_KEYS, mta_args())
+    pair.compare()
+
+
+@needs_node
+def test_prioritized_and_delayed(pair: Pair) -> None:
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    prio, delayed = NODE["addPrioritizedJob-9"], NODE["addDelayedJob-6"]
+    for b in (add, mta, prio, delayed):
+        pair.load(b)
+    for p in (3, 1, 2):
+        pair.script(prio, PRIO_KEYS, add_args(opts={"priority": p}))
+    pair.compare()
+    # empty wait: prioritized -> active (native), then pc deleted when empty
+    for _ in range(4):
+        pair.script(mta, MTA_KEYS, mta_args())
+        pair.compare()
+    # a delayed job in the future: the marker timestamp comes back (fractional -> truncated)
+    pair.script(delayed, DELAY_KEYS, add_args(opts={"delay": 12345}))
+    pair.compare()
+    r = pair.script(mta, MTA_KEYS, mta_args())
+    assert r[3] == TS + 12345
+    # once due, promotion runs (native falls back to Lua for it)
+    r = pair.script(mta, MTA_KEYS, mta_args(ts=TS + 20000))
+    assert r[1]
+    pair.compare()
+
+
+@needs_node
+def test_fallbacks_and_errors(pair: Pair) -> None:
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    pair.load(add)
+    pair.load(mta)
+    nat = pair.nat_srv
+    fb = native_log_count(nat, "Lua fallback")
+    pair.script(add, ADD_KEYS, add_args(custom_id="dup"))
+    pair.script(add, ADD_KEYS, add_args(custom_id="dup"))  # duplicated: Lua
+    pair.script(add, ADD_KEYS, add_args(parent=True))  # missing parent -5: Lua
+    pair.script(add, ADD_KEYS, add_args(opts={"de": {"id": "d1"}}))  # deduplication: Lua
+    pair.compare()
+    pair.both("SET", Q + b"events", "x")  # WRONGTYPE inside the script
+    pair.script(add, ADD_KEYS, add_args())
+    pair.script(mta, MTA_KEYS, mta_args())
+    pair.compare()
+    pair.both("DEL", Q + b"events")
+    pair.both("SET", Q + b"id", "99999999999999")  # counter past %.14g
+    pair.script(add, ADD_KEYS, add_args())
+    pair.both("SET", Q + b"id", "notanumber")
+    pair.script(add, ADD_KEYS, add_args())
+    pair.compare()
+    pair.both("SET", Q + b"id", "5")
+    pair.both("HSET", Q + b"meta", "opts.maxLenEvents", "abc")
+    pair.script(add, ADD_KEYS, add_args())
+    pair.both("HDEL", Q + b"meta", "opts.maxLenEvents")
+    pair.both("RPUSH", Q + b"wait", "0:123")  # legacy marker at the tail
+    pair.script(mta, MTA_KEYS, mta_args())
+    pair.script(mta, MTA_KEYS, mta_args(limiter={"max": 1, "duration": 1000}))
+    pair.script(mta, MTA_KEYS, mta_args(lock=1.5))
+    pair.script(mta, MTA_KEYS, mta_args(token=None))
+    pair.compare()
+    # malformed calls: errors must match
+    pair.script(add, ADD_KEYS, [b"\xc1", b"{}", b"\x80"])
+    pair.script(add, ADD_KEYS[:8], add_args())
+    pair.script(mta, MTA_KEYS, [Q, b"abc", msgpack.packb({"token": "t", "lockDuration": 1000})])
+    pair.both("EVALSHA", sha(add), "9", *ADD_KEYS)
+    pair.compare()
+    assert native_log_count(nat, "Lua fallback") - fb >= 12
+
+
+@needs_node
+def test_noscript_and_script_cache(pair: Pair) -> None:
+    add = NODE["addStandardJob-9"]
+    r = pair.both("EVALSHA", sha(add), 9, *ADD_KEYS, *add_args())
+    assert r[0] == "error" and "No matching script" in r[1]
+    pair.script(add, ADD_KEYS, add_args(), by_sha=False)
+    assert pair.both("SCRIPT", "EXISTS", sha(add)) == [1]
+    pair.both("EVALSHA", sha(add).upper(), 9, *ADD_KEYS, *add_args())
+    pair.compare()
+
+
+@needs_node
+def test_inside_multi(pair: Pair) -> None:
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    pair.load(add)
+    pair.load(mta)
+    for r in (pair.lua, pair.nat):
+        p = r.pipeline(transaction=True)
+        for i in range(3):
+            p.execute_command("EVAL", add, 9, *ADD_KEYS, *add_args(name=f"m{i}"))
+        p.execute_command("EVALSHA", sha(mta), 11, *MTA_KEYS, *mta_args())
+        p.execute()
+    pair.compare()
+
+
+@needs_node
+def test_finish_cycle(pair: Pair) -> None:
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    prio = NODE["addPrioritizedJob-9"]
+    for b in (add, mta, fin, prio):
+        pair.load(b)
+    before = native_log_count(pair.nat_srv, "native moveToFinished: ran")
+    for _ in range(6):
+        pair.script(add, ADD_KEYS, add_args())
+    r = pair.script(mta, MTA_KEYS, mta_args())
+    # complete and fetch the next one, as a Worker does
+    for i in range(5):
+        keys, argv = finish_args(r[1], fetch=1, name="w" if i % 2 else None)
+        r = pair.script(fin, keys, argv)
+        pair.compare()
+        assert isinstance(r, list) and r[1], r
+    # the last one: nothing to fetch -> drained
+    keys, argv = finish_args(r[1], fetch=1)
+    assert pair.script(fin, keys, argv) == 0
+    pair.compare()
+    assert native_log_count(pair.nat_srv, "native moveToFinished: ran") - before == 6
+    # failed, removeOnComplete, wrong lock, missing job, not active, prioritized fetch, metrics (Lua)
+    for _ in range(5):
+        pair.script(add, ADD_KEYS, add_args())
+    pair.script(prio, PRIO_KEYS, add_args(opts={"priority": 2}))
+    ids = [pair.script(mta, MTA_KEYS, mta_args())[1] for _ in range(4)]
+    cases = [
+        finish_args(ids[0], target="failed", attempts=1),
+        finish_args(ids[1], keep=0, fetch=1),
+        finish_args(ids[2], token="other"),
+        finish_args(b"nope"),
+        finish_args(ids[0]),  # no longer active (and lock gone)
+        finish_args(ids[2], target="failed", attempts=3, metrics=100),
+        finish_args(ids[3], keep=None, fetch=1),
+    ]
+    for keys, argv in cases:
+        pair.script(fin, keys, argv)
+        pair.compare()
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    r = pair.script(mta, MTA_KEYS, mta_args())
+    pair.compare()
+
+
+@needs_py
+def test_python_port_body(pair: Pair) -> None:
+    add, mta = PY["addStandardJob-9"], PY["moveToActive-11"]
+    pair.load(add)
+    pair.load(mta)
+    before = native_log_count(pair.nat_srv, "native addStandardJob: ran")
+    for i in range(4):
+        pair.script(add, ADD_KEYS, add_args(name=f"py{i}", ts=TS + i, opts={"attempts": 1, "delay": 0, "priority": 0}))
+        pair.compare()
+    for _ in range(3):
+        pair.script(mta, MTA_KEYS, mta_args(name="pyworker"))
+        pair.compare()
+    assert native_log_count(pair.nat_srv, "native addStandardJob: ran") - before == 4
+
+
+@needs_node
+def test_wakes_blocked_marker_and_watch(servers: tuple[ServerProcess, ServerProcess]) -> None:
+    nat = servers[1]
+    add = NODE["addStandardJob-9"]
+    r = redis.Redis(port=nat.port)
+    r.flushall()
+    r.script_load(add)
+    blocker = redis.Redis(port=nat.port)
+    import threading
+
+    got: list[Any] = []
+    t = threading.Thread(target=lambda: got.append(blocker.bzpopmin(Q + b"marker", 5)))
+    t.start()
+    import time
+
+    time.sleep(0.3)
+    r.evalsha(sha(add), 9, *ADD_KEYS, *add_args())
+    t.join(6)
+    assert got and got[0] is not None and got[0][1] == b"0"
+    # WATCH sees the native writes
+    w = redis.Redis(port=nat.port)
+    p = w.pipeline(transaction=True)
+    p.watch(Q + b"wait")
+    r.evalsha(sha(add), 9, *ADD_KEYS, *add_args())
+    p.multi()
+    p.get("x")
+    with pytest.raises(redis.WatchError):
+        p.execute()
+    for c in (r, blocker, w):
+        c.close()
+
+
+@needs_node
+def test_native_writes_are_persisted(tmp_path: Any) -> None:
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port)
+        r.script_load(add)
+        r.script_load(mta)
+        for i in range(3):
+            r.evalsha(sha(add), 9, *ADD_KEYS, *add_args(name=f"d{i}"))
+        r.evalsha(sha(mta), 11, *MTA_KEYS, *mta_args())
+        before = dump(r, sort_hashes=True)
+        r.close()
+    finally:
+        srv.stop()
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
+    try:
+        r = redis.Redis(port=srv.port)
+        # (field order is compared sorted: recovery does not keep a hash's insertion order)
+        assert dump(r, sort_hashes=True) == before
+        r.close()
+    finally:
+        srv.stop()
+
+
+# ---- random sequences ------------------------------------------------------------------
+_add = st.tuples(st.just("add"), st.sampled_from(["", "", "", "c1", "c2"]), st.sampled_from(["a", "b"]),
+                st.booleans(), st.sampled_from([None, "repeat:x:1"]), st.sampled_from([TS, float(TS + 7), TS + 3]),
+                st.sampled_from(["node", "py"]),
+                st.sampled_from([{"attempts": 1}, {"attempts": 1}, {"delay": -0.0, "priority": 0}, {"delay": 0.5},
+                                 {"attempts": 2, "backoff": {"type": "exponential", "delay": 100}, "removeOnComplete": True},
+                                 {"jobId": "x", "timestamp": 1.5e15, "sizeLimit": 10**12}, {"lifo": False}]))
+_mta = st.tuples(st.just("mta"), st.sampled_from(["t1", "t1", "t2", "0"]), st.sampled_from([None, "w"]),
+                 st.sampled_from([TS + 5, TS + 5, TS + 50000]), st.sampled_from([30000, 30000.0, 30000, 1.5]))
+_finish = st.tuples(st.just("finish"), st.sampled_from([0, 1, 1]), st.sampled_from(["completed", "completed", "failed"]),
+                    st.sampled_from([-1, -1, 0, None, 2]), st.sampled_from(["t1", "t1", "t1", "t2", "0"]))
+_op = st.one_of(
+    _add, _add, _mta, _mta, _finish, _finish, _finish,
+    st.tuples(st.just("prio"), st.integers(1, 3)),
+    st.tuples(st.just("delayed"), st.sampled_from([10, 100000])),
+    st.tuples(st.just("meta"), st.sampled_from(["paused", "concurrency", "opts.maxLenEvents"]),
+              st.sampled_from([None, None, "1", "2", "5"])),
+    st.tuples(st.just("break"), st.sampled_from(["events", "wait", "marker", "id", "active", "completed"])),
+)
+
+
+@needs_node
+@needs_py
+@settings(max_examples=int(os.environ.get("NATIVE_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_op, min_size=1, max_size=25))
+def test_random_sequences(pair: Pair, ops: list[tuple[Any, ...]]) -> None:
+    pair.flush()
+    bodies = {"node": NODE, "py": PY}
+    for b in list(NODE.values()) + [PY["addStandardJob-9"]]:
+        pair.load(b)
+    active: list[bytes] = []
+    for op in ops:
+        kind = op[0]
+        if kind == "add":
+            _, cid, name, lifo, rjk, ts, rel, opts = op
+            opts = {**opts, "lifo": True} if lifo else opts
+            pair.script(bodies[rel]["addStandardJob-9"], ADD_KEYS, add_args(custom_id=cid, name=name, opts=opts, rjk=rjk, ts=ts))
+        elif kind == "mta":
+            _, token, name, ts, lock = op
+            r = pair.script(NODE["moveToActive-11"], MTA_KEYS, mta_args(ts=ts, token=token, name=name, lock=lock))
+            if isinstance(r, list) and r[1]:
+                active.append(r[1])
+        elif kind == "prio":
+            pair.script(NODE["addPrioritizedJob-9"], PRIO_KEYS, add_args(opts={"priority": op[1]}))
+        elif kind == "delayed":
+            pair.script(NODE["addDelayedJob-6"], DELAY_KEYS, add_args(opts={"delay": op[1]}))
+        elif kind == "finish":
+            _, fetch, target, keep, token = op
+            if not active:
+                r = pair.script(NODE["moveToActive-11"], MTA_KEYS, mta_args(token="t1"))
+                if isinstance(r, list) and r[1]:
+                    active.append(r[1])
+            if active:
+                keys, argv = finish_args(active.pop(0), token=token, fetch=fetch, target=target, keep=keep,
+                                         attempts=1)
+                r = pair.script(NODE["moveToFinished-14"], keys, argv)
+                if isinstance(r, list) and r[1]:
+                    active.append(r[1])
+        elif kind == "meta":
+            _, field, val = op
+            if val is None:
+                pair.both("HDEL", Q + b"meta", field)
+            else:
+                pair.both("HSET", Q + b"meta", field, val)
+        elif kind == "break":
+            k = Q + op[1].encode()
+            if pair.both("EXISTS", k):
+                pair.both("DEL", k)
+            else:
+                pair.both("SET", k, "broken")
+        pair.compare()
+
+
+def test_native_server_log_clean(pair: Pair) -> None:
+    """Runs last: the native server never failed after writing, and both paths were used."""
+    if NODE:
+        add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+        for b in (add, mta, fin):
+            pair.load(b)
+        for _ in range(12):
+            pair.script(add, ADD_KEYS, add_args())
+        pair.script(add, ADD_KEYS, add_args(opts={"de": {"id": "x"}}))  # a fallback
+        r = pair.script(mta, MTA_KEYS, mta_args())
+        for _ in range(12):
+            r = pair.script(fin, *finish_args(r[1], fetch=1))
+        pair.compare()
+    out = pair.nat_srv.output()
+    if os.environ.get("NATIVE_STATS"):
+        import collections
+        import re
+
+        print(collections.Counter(re.findall(r"native (\w+): (ran|Lua fallback \([^)]*\))", out)).most_common())
+    assert "after writing" not in out
+    assert "Traceback" not in out
+    if NODE:
+        assert out.count("native addStandardJob: ran") > 10
+        assert out.count("native moveToActive: ran") >= 1
+        assert out.count("native moveToFinished: ran") > 10
+        assert out.count("Lua fallback") > 0
+    assert "native" not in pair.lua_srv.output()
+
+
+def test_config_switch() -> None:
+    from compat.scripts import enabled
+    from respqueue.config import Config
+
+    class S:
+        def __init__(self, cfg: Config) -> None:
+            self.config = cfg
+
+    assert Config.load(environ={}).native_scripts == "on"
+    assert enabled(S(Config.load(environ={})))
+    assert not enabled(S(Config.load(environ={"RESPQUEUE_NATIVE_SCRIPTS": "off"})))
+    assert not enabled(S(Config.load({"native_scripts": "off"}, environ={})))
+    assert enabled(S(Config.load({"native_scripts": "on"}, environ={"RESPQUEUE_NATIVE_SCRIPTS": "off"})))
+
+
+def _history_rows(workdir: str) -> dict[str, list[tuple[Any, ...]]]:
+    import sqlite3
+
+    db = os.path.join(workdir, "data", "respqueue.db")
+    con = sqlite3.connect(db)
+    try:
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        for tbl in ("job_events", "job_final"):
+            cols = [c[1] for c in con.execute(f"pragma table_info({tbl})")]
+            if not cols:
+                return {}
+            # wall-clock columns differ between two runs
+            keep = [c for c in cols if c not in ("ts_ms", "recorded_ms")]
+            out[tbl] = con.execute(f"select {', '.join(keep)} from {tbl} order by rowid").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+@needs_node
+def test_job_history_same_with_native() -> None:
+    """Job history (recorded from the events XADDs) is the same whichever path ran the scripts."""
+    import time
+
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    got = {}
+    for mode in ("off", "on"):
+        srv = start_respqueue("--durability", "durable", "--native-scripts", mode)
+        try:
+            r = redis.Redis(port=srv.port)
+            for b in (add, mta, fin):
+                r.script_load(b)
+            for i in range(4):
+                r.evalsha(sha(add), 9, *ADD_KEYS, *add_args(name=f"h{i}"))
+            x = r.evalsha(sha(mta), 11, *MTA_KEYS, *mta_args(name="w9"))
+            for i in range(4):
+                keys, argv = finish_args(x[1], fetch=1, name="w9", target="failed" if i == 2 else "completed")
+                x = r.evalsha(sha(fin), 14, *keys, *argv)
+            time.sleep(0.3)
+            r.close()
+        finally:
+            srv.stop()
+        got[mode] = _history_rows(srv.workdir)
+    if not got["off"]:
+        pytest.skip("this build records no job history")
+    assert got["off"]["job_events"], got
+    assert got["off"] == got["on"]
