@@ -35,7 +35,6 @@ CREATE TABLE IF NOT EXISTS job_events(
     delay_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS job_events_ts ON job_events(ts_ms);
-CREATE INDEX IF NOT EXISTS job_events_queue_ts ON job_events(queue, ts_ms);
 CREATE TABLE IF NOT EXISTS job_final(
     prefix TEXT,
     queue TEXT,

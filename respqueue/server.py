@@ -37,6 +37,7 @@ class Server:
         self.loaded_keys = 0
         self.loaded_expired = 0
         self.scripting: Any = None  # the Lua runtime hooks in here
+        self.history: Any = None  # compat.history.HistoryCapture when job history is on
         self.slowlog: deque[list[Any]] = deque(maxlen=self.config.slowlog_max_len)
         self.slowlog_next_id = 0
         self.run_id = secrets.token_hex(20)

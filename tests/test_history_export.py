@@ -62,7 +62,7 @@ def test_schema_ddl_is_idempotent(tmp_path):
     create_history_tables(conn)
     assert has_history(conn)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"job_events", "job_final", "history_watermarks", "job_events_ts", "job_events_queue_ts"} <= names
+    assert {"job_events", "job_final", "history_watermarks", "job_events_ts"} <= names
     cols = [r[1] for r in conn.execute("PRAGMA table_info(job_final)")]
     assert cols == FI_COLS
     cols = [r[1] for r in conn.execute("PRAGMA table_info(job_events)")]

@@ -297,7 +297,7 @@ def xadd(c: Any, argv: list[bytes]) -> Any:
         db.modified(key)
     if key.endswith(b":events"):
         # job history (compat/history.py): BullMQ's lifecycle events, in the same commit
-        h = getattr(c.server, "history", None)
+        h = c.server.history
         if h is not None:
             h.on_event(c, key, new >> 64, argv, field_pos)
     return format_id(new)

@@ -29,6 +29,8 @@ _NONE = ("", None)
 _TYPE_VALUE = itemgetter(2, 3)
 _ELEM = itemgetter(2)
 _ELEM2 = itemgetter(2, 3)
+_VALUE = itemgetter(3)
+_MAX_SHARED_NAMES = 65_536
 
 
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
@@ -104,11 +106,19 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     # Element tables are read in key order and grouped with itertools.groupby; a container is
     # built from its group with C-level constructors (dict, set, sorted, deque over
     # itemgetter maps), so there is no Python step per row, only per key.
-    for k, rows in groupby(conn.execute("SELECT db, key, field, value FROM hash_fields"), _KEY):
+    # Hash field names repeat across keys (every BullMQ job hash has the same few), so they are
+    # shared through a bounded cache: one bytes object per distinct name instead of one per row.
+    names: dict[bytes, bytes] = {}
+    share = names.setdefault
+    for k, group in groupby(conn.execute("SELECT db, key, field, value FROM hash_fields"), _KEY):
         if metas.get(k, _NONE)[0] == "hash":
             del metas[k]
             h = Hash()
-            d = h.d = dict(map(_ELEM2, rows))
+            rows = list(group)
+            if len(names) < _MAX_SHARED_NAMES:
+                d = h.d = dict(zip(map(share, map(_ELEM, rows), map(_ELEM, rows)), map(_VALUE, rows), strict=True))
+            else:
+                d = h.d = dict(map(_ELEM2, rows))
             h.ht = len(d) > HASH_MAX_ENTRIES or max(map(len, d)) > HASH_MAX_VALUE or \
                 max(map(len, d.values())) > HASH_MAX_VALUE
             h._jkey = k
