@@ -106,7 +106,11 @@ class Converter:
         if t is dict:
             if resp == 3:
                 return self.mk_map(self.table_from({self.to_lua(k, 3): self.to_lua(v, 3) for k, v in r.items()}))
-            return self.list_to_lua([x for kv in r.items() for x in kv], resp)
+            flat: list[Any] = []
+            ext = flat.extend
+            for kv in r.items():
+                ext(kv)
+            return self.list_to_lua(flat, resp)
         if t is SetReply:
             return self.mk_set(self.table_from({self.to_lua(k, 3): True for k in r}))
         if t is Verbatim:

@@ -49,19 +49,6 @@ FLAT_ARGS = 12  # up to this many keys + args go to Lua as call arguments; more:
 SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
 
 
-def _number_args(argv: list[Any]) -> list[bytes] | None:
-    """``argv`` with Lua numbers formatted as Redis passes them; None if an
-    argument is neither a string nor a number."""
-    for i, a in enumerate(argv):
-        t = type(a)
-        if t is not bytes:
-            if t is int or t is float:
-                argv[i] = format_number_arg(a)
-            else:
-                return None
-    return argv
-
-
 def _deny_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
     raise AttributeError("attempt to index a function value")
 
@@ -302,10 +289,18 @@ class Scripting:
                 n = len(args)
                 ar = cmd.arity
                 if (n == ar if ar > 0 else n >= -ar) and not (cmd.is_write and self.readonly):
-                    argv = list(args)
+                    argv: list[bytes] | None = list(args)
                     for a in args:
                         if type(a) is not bytes:
-                            argv = _number_args(argv)
+                            # numbers are formatted as Redis passes them (%.17g)
+                            for i, x in enumerate(args):
+                                t = type(x)
+                                if t is not bytes:
+                                    if t is int or t is float:
+                                        argv[i] = format_number_arg(x)  # type: ignore[index]
+                                    else:
+                                        argv = None
+                                        break
                             break
                     if argv is not None:
                         if cmd.is_write:
