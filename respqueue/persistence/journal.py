@@ -102,7 +102,9 @@ class Journal:
         self._timer: asyncio.TimerHandle | None = None
         self.inflight: tuple[int, list[tuple[str, Any, bool]], int] | None = None
         self.failed_ops: list[tuple[str, Any, bool]] | None = None
-        self.waiters: set[Any] = set()
+        # connections holding output, in the order they first held it: released in
+        # that order, as their replies would have been written
+        self.waiters: dict[Any, None] = {}
         self.last_commit_time = time.time()
         self.commits = 0
         self.commit_errors = 0
@@ -203,7 +205,7 @@ class Journal:
     def hold(self, conn: Any) -> int:
         """``conn`` wrote in the open batch: it waits for that batch's commit,
         whose id is returned (its output is tagged with it)."""
-        self.waiters.add(conn)
+        self.waiters[conn] = None
         if not self.scheduled:
             self._schedule()
         return self.open_id
@@ -287,7 +289,7 @@ class Journal:
         errb = None if error is None else b"-" + error.msg + b"\r\n"
         for c in list(self.waiters):
             if c.release_held(bid, errb):
-                self.waiters.discard(c)
+                self.waiters.pop(c, None)
 
     def _notify_idle(self) -> None:
         while self._idle:
