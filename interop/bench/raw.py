@@ -1,6 +1,6 @@
 """Raw-command benchmark: respqueue vs redis-server, same run, redis-benchmark -c 50.
 
-    python -m interop.bench.raw [--quick] [-n N] [--only set,get] [--pipelines 1,32]
+    python -m interop.bench.raw [--quick] [-n N] [--only set,get] [--pipelines 1,32] [--durability memory]
 
 Servers are driven alternately, command by command, so that machine noise
 hits both alike. Prints ops/s for each and the ratio respqueue/Redis.
@@ -59,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated commands, e.g. set,get")
     ap.add_argument("--pipelines", default="1,32")
     ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument(
+        "--durability", default="memory", choices=("memory", "buffered", "durable"),
+        help="respqueue's mode (default memory: this runner measures the protocol and keyspace; "
+        "interop.bench.durability compares the durable modes with Redis's AOF)",
+    )
     a = ap.parse_args(argv)
     if shutil.which("redis-benchmark") is None:
         print("redis-benchmark is not installed (apt-get install redis-tools)", file=sys.stderr)
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     n = 20_000 if a.quick else a.n
     cmds = [c.upper() for c in a.only.split(",") if c] or list(COMMANDS)
     pipes = [int(p) for p in a.pipelines.split(",")]
-    rq: Proc = start_respqueue()
+    rq: Proc = start_respqueue("--durability", a.durability)
     rd: Proc = start_redis()
     rows = []
     try:
@@ -82,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         rq.stop()
         rd.stop()
     print()
-    print(f"machine: {machine()}; redis-benchmark -c {a.clients}")
+    print(f"machine: {machine()}; redis-benchmark -c {a.clients}; respqueue --durability {a.durability}, redis without persistence")
     print("| command | pipeline | respqueue ops/s | redis ops/s | respqueue/redis |")
     print("|---|---|---|---|---|")
     for cmd, p, x, y, r in rows:
