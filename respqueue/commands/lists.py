@@ -16,7 +16,7 @@ from ..errors import NO_SUCH_KEY, NOT_INTEGER, OUT_OF_RANGE, SYNTAX, TIMEOUT_NOT
 from ..resp import NULL_ARRAY, OK, RedisError
 from ..types.list import List
 from .registry import command
-from .util import INT64_MIN, parse_float, str2int
+from .util import INT64_MIN, index_span, parse_float, str2int
 
 _POSITIVE = RedisError(b"ERR value is out of range, must be positive")
 _RANK_ZERO = RedisError(
@@ -298,18 +298,8 @@ def lrange(c: Any, argv: list[bytes]) -> Any:
     lst = _get(c, argv[1])
     if lst is None:
         return []
-    n = len(lst)
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
-        return []
-    if end >= n:
-        end = n - 1
-    return lst.range(start, end)
+    span = index_span(len(lst), start, end)
+    return [] if span is None else lst.range(*span)
 
 
 @command("lpos", -3, "readonly", 1, 1, 1, group="list")
@@ -384,17 +374,11 @@ def ltrim(c: Any, argv: list[bytes]) -> Any:
     if lst is None:
         return OK
     n = len(lst)
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
+    span = index_span(n, start, end)
+    if span is None:
         lst.trim(1, 0)
     else:
-        if end >= n:
-            end = n - 1
+        start, end = span
         if start == 0 and end == n - 1:
             db.modified(key)
             return OK

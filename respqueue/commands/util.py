@@ -12,6 +12,23 @@ from ..resp import RedisError
 
 __all__ = ["INT64_MAX", "INT64_MIN", "str2int"]  # re-exported for the command modules
 
+def index_span(n: int, start: int, end: int) -> tuple[int, int] | None:
+    """Redis's LRANGE/ZRANGE/LTRIM index rules: negative indexes count from the
+    end; returns the inclusive ``(start, end)`` clamped to ``[0, n)``, or None
+    when the range is empty."""
+    if start < 0:
+        start += n
+    if end < 0:
+        end += n
+    if start < 0:
+        start = 0
+    if start > end or start >= n:
+        return None
+    if end >= n:
+        end = n - 1
+    return start, end
+
+
 def parse_int(b: bytes, err: RedisError = NOT_INTEGER) -> int:
     v = str2int(b)
     if v is None:

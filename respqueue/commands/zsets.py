@@ -15,7 +15,7 @@ from ..keyspace import mstime
 from ..resp import NULL_ARRAY, RedisError
 from ..types.zset import MAXSTR, MINSTR, Entry, ZSet
 from .registry import command
-from .util import INT64_MAX, parse_float, str2int
+from .util import INT64_MAX, index_span, parse_float, str2int
 from .util import _round_ld as round_ld
 
 G = "sortedset"
@@ -386,16 +386,10 @@ RANK, SCORE, LEX = 1, 2, 3
 
 
 def _rank_span(n: int, start: int, end: int, reverse: bool) -> tuple[int, int]:
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
+    span = index_span(n, start, end)
+    if span is None:
         return 0, 0
-    if end >= n:
-        end = n - 1
+    start, end = span
     if reverse:
         return n - 1 - end, n - start
     return start, end + 1
