@@ -49,29 +49,6 @@ class _Top:
     def __hash__(self) -> int:
         return 0
 
-    def scan_page(self, start: float | None, count: int) -> tuple[list[Entry], float | None]:
-        """About ``count`` entries from the first with score >= ``start`` (None: the beginning).
-
-        A page never splits a run of equal scores, so resuming at the returned
-        score (None when done) neither repeats nor skips members, whatever was
-        removed meanwhile.
-        """
-        sl = self._sl
-        n = len(sl)
-        lo = 0 if start is None else sl.bisect_left((start,))
-        hi = min(n, lo + count)
-        if lo < hi < n:
-            hi = sl.bisect_right((sl[hi - 1][0], TOP))
-        return sl[lo:hi], (sl[hi][0] if hi < n else None)
-
-    def scan_score(self, score: float) -> bytes:
-        """A score as ZSCAN shows it: listpacks hold integral scores as integers."""
-        if not self._skiplist and score == score and -4611686018427387903.0 <= score <= 4611686018427387903.0:
-            i = int(score)
-            if i == score:
-                return b"%d" % i
-        return format_double(score)
-
     def __repr__(self) -> str:
         return "TOP"
 
@@ -86,29 +63,6 @@ class LexBound:
 
     def __init__(self, name: str) -> None:
         self.name = name
-
-    def scan_page(self, start: float | None, count: int) -> tuple[list[Entry], float | None]:
-        """About ``count`` entries from the first with score >= ``start`` (None: the beginning).
-
-        A page never splits a run of equal scores, so resuming at the returned
-        score (None when done) neither repeats nor skips members, whatever was
-        removed meanwhile.
-        """
-        sl = self._sl
-        n = len(sl)
-        lo = 0 if start is None else sl.bisect_left((start,))
-        hi = min(n, lo + count)
-        if lo < hi < n:
-            hi = sl.bisect_right((sl[hi - 1][0], TOP))
-        return sl[lo:hi], (sl[hi][0] if hi < n else None)
-
-    def scan_score(self, score: float) -> bytes:
-        """A score as ZSCAN shows it: listpacks hold integral scores as integers."""
-        if not self._skiplist and score == score and -4611686018427387903.0 <= score <= 4611686018427387903.0:
-            i = int(score)
-            if i == score:
-                return b"%d" % i
-        return format_double(score)
 
     def __repr__(self) -> str:
         return self.name
