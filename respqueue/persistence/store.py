@@ -157,11 +157,23 @@ class Store:
                 conn.execute("BEGIN IMMEDIATE")
                 ex = conn.execute
                 exm = conn.executemany
-                for sql, params, many in ops:
+                i, n = 0, len(ops)
+                while i < n:
+                    sql, params, many = ops[i]
                     if many:
                         exm(sql, params)
+                        i += 1
+                        continue
+                    # a run of single-row ops of one statement (e.g. the keys
+                    # rows of many SETs) goes to sqlite in one executemany
+                    j = i + 1
+                    while j < n and not ops[j][2] and ops[j][0] == sql:
+                        j += 1
+                    if j - i > 1:
+                        exm(sql, [ops[k][1] for k in range(i, j)])
                     else:
                         ex(sql, params)
+                    i = j
                 conn.execute("COMMIT")
             except BaseException as e:  # noqa: BLE001 - reported to the loop
                 err = e
