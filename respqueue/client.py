@@ -40,6 +40,7 @@ class Client:
         self.last_interaction = self.created
         self.last_cmd: Any = None
         self.no_evict = False
+        self.reply_mode: bytes | None = None  # CLIENT REPLY: None (on), b"off" or b"skip"
         self.no_touch = False
         self.flags_text = b"N"
 

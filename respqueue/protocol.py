@@ -401,6 +401,11 @@ class ClientConnection(asyncio.Protocol, Client):
         if type(r) is Block:
             self._block(r, argv)
             return False
+        if self.reply_mode is not None and r is not NO_REPLY:
+            # CLIENT REPLY OFF drops every reply; SKIP drops the next one
+            if self.reply_mode == b"skip":
+                self.reply_mode = None
+            r = NO_REPLY
         if server.dirty != d0 and server.journal is not None and server.journal.durable:
             # the reply waits for the commit of the write; earlier replies need not
             if out:

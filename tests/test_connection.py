@@ -365,3 +365,44 @@ def test_quit_with_args(diff):
     rq.close()
     s = socket.socket()
     s.close()
+
+
+def test_client_reply_off_skip_on_same_bytes_as_redis(rq_server, redis_ref):
+    """CLIENT REPLY OFF silences replies until ON; SKIP silences only the next one."""
+    from .servers import encode_command
+
+    cmds = [
+        ("SET", "cr", "1"),
+        ("CLIENT", "REPLY", "SKIP"),
+        ("INCR", "cr"),
+        ("GET", "cr"),
+        ("CLIENT", "REPLY", "OFF"),
+        ("INCR", "cr"),
+        ("GET", "cr"),
+        ("CLIENT", "REPLY", "SKIP"),
+        ("CLIENT", "REPLY", "ON"),
+        ("GET", "cr"),
+        ("CLIENT", "REPLY", "BAD"),
+        ("DEL", "cr"),
+    ]
+    payload = b"".join(encode_command(c) for c in cmds)
+    outs = []
+    for port in (rq_server.port, redis_ref.port):
+        s = socket.create_connection(("127.0.0.1", port))
+        try:
+            s.sendall(payload)
+            s.settimeout(2)
+            data = b""
+            try:
+                while not data.endswith(b":1\r\n"):
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except TimeoutError:
+                pass
+            outs.append(data)
+        finally:
+            s.close()
+    assert outs[0] == outs[1]
+    assert outs[0] == b"+OK\r\n$1\r\n2\r\n+OK\r\n$1\r\n3\r\n-ERR syntax error\r\n:1\r\n"

@@ -56,6 +56,7 @@ def reset(c: Any, argv: list[bytes]) -> Any:
     c.name = None
     c.no_evict = False
     c.no_touch = False
+    c.reply_mode = None
     c.authenticated = not s.config.requirepass
     return Status(b"RESET")
 
@@ -381,8 +382,14 @@ def client_unblock(c: Any, argv: list[bytes]) -> Any:
 def client_reply(c: Any, argv: list[bytes]) -> Any:
     mode = argv[2].lower()
     if mode == b"on":
+        c.reply_mode = None
         return OK
-    if mode in (b"off", b"skip"):
+    if mode == b"off":
+        c.reply_mode = b"off"
+        return NO_REPLY
+    if mode == b"skip":
+        if c.reply_mode is None:
+            c.reply_mode = b"skip"
         return NO_REPLY
     raise SYNTAX
 
