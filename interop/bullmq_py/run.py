@@ -10,7 +10,9 @@ return values, attempts, counts, states); anything BullMQ leaves unordered is so
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import json
+import os
 import re
 import sys
 import time
@@ -444,6 +446,9 @@ async def schedulers_dedup(ctx: Ctx) -> Any:
 
 
 async def main() -> int:
+    # a watchdog: should anything hang, print every thread's stack and exit, so the
+    # test reports where (instead of pytest's timeout killing it silently)
+    faulthandler.dump_traceback_later(90, exit=True)
     name, port = sys.argv[1], int(sys.argv[2])
     ctx = Ctx(port)
     code = 0
@@ -460,10 +465,10 @@ async def main() -> int:
         pass
     sys.stdout.write(json.dumps(result, default=str, sort_keys=True))
     sys.stdout.flush()
-    return code
+    # exit here: asyncio.run's teardown (cancelling the client library's leftover
+    # tasks) has been seen to hang for minutes after everything was measured
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    import os
-
-    os._exit(asyncio.run(main()))
+    asyncio.run(main())
