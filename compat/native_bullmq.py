@@ -289,23 +289,7 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         raise Bail("opts")
     if _truthy(opts.get(b"limiter")):
         raise Bail("rate limiter")
-    token = opts.get(b"token")
-    if type(token) is not bytes:
-        raise Bail("token")
-    lock_ms = None
-    if token != b"0":
-        d = opts.get(b"lockDuration")
-        if type(d) is float and d == d and d.is_integer():
-            d = int(d)
-        if type(d) is not int or not 0 < d < _EXACT:
-            raise Bail("lockDuration")
-        lock_ms = b"%d" % d
-    worker = opts.get(b"name")
-    if _truthy(worker):
-        if type(worker) is not bytes:
-            raise Bail("worker name")
-    else:
-        worker = None
+    token, lock_ms, worker = _lock_opts(opts)
 
     wait_key, active_key, prio_key, events_key = keys[0], keys[1], keys[2], keys[3]
     delayed_key, meta_key, pc_key, marker_key = keys[6], keys[8], keys[9], keys[10]
