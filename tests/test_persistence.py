@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import msgpack
 import pytest
 import redis
 
@@ -400,9 +401,116 @@ def test_store_is_plain_sqlite(node: Node) -> None:
     node.r.save()
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("2",)  # version 2: job history tables
-        assert conn.execute("SELECT type FROM keys WHERE key=?", (b"h",)).fetchone() == ("hash",)
-        assert conn.execute("SELECT field, value FROM hash_fields").fetchall() == [(b"f", b"v")]
+        # version 3: small hashes are one row
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("3",)
+        typ, blob = conn.execute("SELECT type, value FROM keys WHERE key=?", (b"h",)).fetchone()
+        assert typ == "hash"
+        assert msgpack.unpackb(blob, raw=True) == [False, {b"f": b"v"}]
+        assert conn.execute("SELECT field, value FROM hash_fields").fetchall() == []
         assert conn.execute("SELECT member, score FROM zset_members").fetchall() == [(b"m", 2.5)]
     finally:
         conn.close()
+
+
+def _hash_rows(node: Node, key: bytes) -> tuple[Any, int]:
+    conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
+    try:
+        value = conn.execute("SELECT value FROM keys WHERE db=0 AND key=?", (key,)).fetchone()[0]
+        n = conn.execute("SELECT count(*) FROM hash_fields WHERE db=0 AND key=?", (key,)).fetchone()[0]
+    finally:
+        conn.close()
+    return value, n
+
+
+def test_small_hash_is_one_row_and_keeps_its_order(node: Node, ref: redis.Redis) -> None:
+    """A small hash is stored whole in keys.value, so HGETALL after a restart matches Redis's
+    listpack order (insertion order, updates in place, deletions close the gap)."""
+    r = node.r
+    for c in (r, ref):
+        c.hset("job", mapping={"zeta": "1", "alpha": "2", "mid": "3"})
+        c.hset("job", "alpha", "22")
+        c.hdel("job", "zeta")
+        c.hset("job", "zeta", "again")
+        c.hset("ttl", mapping={"b": "1", "a": "2"})
+        c.pexpire("ttl", 600_000)
+    r.save()
+    value, n = _hash_rows(node, b"job")
+    assert n == 0
+    assert msgpack.unpackb(value, raw=True) == [False, {b"mid": b"3", b"alpha": b"22", b"zeta": b"again"}]
+    node.restart()
+    r = node.r
+    assert r.execute_command("HGETALL", "job") == ref.execute_command("HGETALL", "job")
+    assert r.execute_command("HGETALL", "ttl") == ref.execute_command("HGETALL", "ttl")
+    assert 0 < r.pttl("ttl") <= 600_000
+    assert r.object("encoding", "job") == ref.object("encoding", "job") == b"listpack"
+    # changes after the restart still reach the store
+    r.hset("job", "late", "x")
+    node.restart()
+    assert node.r.hget("job", "late") == b"x"
+
+
+def test_growing_hash_moves_to_field_rows(node: Node) -> None:
+    """Past 128 fields a hash gets a row per field (and keeps them): one HSET is then one row."""
+    from respqueue.persistence.journal import COMPACT_MAX_FIELDS
+
+    r = node.r
+    r.hset("big", mapping={f"f{i}": "v" for i in range(COMPACT_MAX_FIELDS)})
+    r.save()
+    value, n = _hash_rows(node, b"big")
+    assert value is not None and n == 0
+    r.hset("big", "one-more", "v")
+    r.save()
+    value, n = _hash_rows(node, b"big")
+    assert value is None and n == COMPACT_MAX_FIELDS + 1
+    r.hdel("big", *[f"f{i}" for i in range(100)])
+    r.save()
+    value, n = _hash_rows(node, b"big")
+    assert value is None and n == COMPACT_MAX_FIELDS + 1 - 100
+    # a big value too: rows, not a rewrite of the whole hash per change
+    r.hset("fat", mapping={"data": "x" * 40_000, "n": "0"})
+    r.hincrby("fat", "n", 1)
+    r.save()
+    value, n = _hash_rows(node, b"fat")
+    assert value is None and n == 2
+    before = snapshot(r)
+    node.restart()
+    assert snapshot(node.r) == before
+    # deleted and recreated small: one row again, no stale field rows
+    node.r.delete("big")
+    node.r.hset("big", "only", "1")
+    node.r.save()
+    value, n = _hash_rows(node, b"big")
+    assert value is not None and n == 0
+    node.restart()
+    assert node.r.hgetall("big") == {b"only": b"1"}
+
+
+def test_version_2_store_with_field_rows_loads() -> None:
+    """A store written before version 3 (every hash as field rows) loads, and is migrated."""
+    from respqueue.persistence.store import MIGRATIONS
+
+    workdir = tempfile.mkdtemp(prefix="rq-v2-")
+    d = os.path.join(workdir, "data")
+    os.makedirs(d)
+    conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
+    for v in (1, 2):
+        for stmt in MIGRATIONS[v]:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES('schema_version', '2')")
+    conn.execute("INSERT INTO keys VALUES(0, ?, 'hash', NULL, 1, NULL)", (b"h",))
+    conn.executemany("INSERT INTO hash_fields VALUES(0, ?, ?, ?)", [(b"h", b"a", b"1"), (b"h", b"b", b"2")])
+    conn.commit()
+    conn.close()
+    srv = start_respqueue(workdir=workdir)
+    try:
+        r = redis.Redis(port=srv.port)
+        assert r.hgetall("h") == {b"a": b"1", b"b": b"2"}
+        r.hset("h", "c", "3")  # journaled as rows, as the store holds it
+        r.save()
+        conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("3",)
+        assert conn.execute("SELECT count(*) FROM hash_fields").fetchone() == (3,)
+        conn.close()
+        r.close()
+    finally:
+        srv.stop()

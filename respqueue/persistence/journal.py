@@ -53,6 +53,13 @@ _DELETE = {
     b"list": "DELETE FROM list_items WHERE db=? AND key=? AND pos=?",
     b"stream": "DELETE FROM stream_entries WHERE db=? AND key=? AND ms=? AND seq=?",
 }
+_HASH = b"hash"
+# A hash of at most this many fields whose packed form is at most this many bytes is stored as
+# one row (keys.value = msgpack [hashtable?, {field: value}]) and rewritten whole when it changes;
+# a bigger one has a row per field in hash_fields (and keys.value NULL), and keeps them for good.
+COMPACT_MAX_FIELDS = 128
+COMPACT_MAX_BYTES = 32768
+_pack = msgpack.Packer(use_bin_type=True).pack
 _TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
 
 MISCONF = (
@@ -357,6 +364,17 @@ class Journal:
                 continue
             rt = v.rtype
             old = stored.get(k)
+            if rt == _HASH and (old is None or v._jlog is None or v._jkey != k) and len(v) <= COMPACT_MAX_FIELDS:
+                # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
+                blob = _pack(v.state())
+                if len(blob) <= COMPACT_MAX_BYTES:
+                    if old is not None:
+                        del stored[k]
+                        append((_ELEM_DEL_ALL[old], k, False))
+                    v._jkey = k
+                    v._jlog = None
+                    append((_KEY_UPSERT, (dbi, key, "hash", exp, ver, blob), False))
+                    continue
             if v._jkey != k or old != rt or v._jlog is None:
                 if old is not None:
                     append((_ELEM_DEL_ALL[old], k, False))

@@ -6,6 +6,7 @@ import gc
 import heapq
 import sqlite3
 from collections import deque
+from functools import partial
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -31,6 +32,8 @@ _ELEM = itemgetter(2)
 _ELEM2 = itemgetter(2, 3)
 _VALUE = itemgetter(3)
 _MAX_SHARED_NAMES = 65_536
+_unpack = partial(msgpack.unpackb, raw=True)
+_from_state = Hash.from_state
 
 
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
@@ -67,8 +70,21 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
         db.data.update(conn.execute(
             "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'", (dbi,)))
         loaded += len(db.data) - before
+    # small hashes are one row each (keys.value, see journal.COMPACT_MAX_FIELDS): built in bulk too
+    for dbi, db in enumerate(dbs):
+        before = len(db.data)
+        cur = conn.execute(
+            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'hash' AND value IS NOT NULL",
+            (dbi,))
+        while True:
+            rows = cur.fetchmany(65536)
+            if not rows:
+                break
+            db.data.update(zip(map(_FIRST, rows), map(_from_state, map(_unpack, map(_SECOND, rows))), strict=True))
+        loaded += len(db.data) - before
     rows = conn.execute(
-        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND type <> 'string' AND db >= 0 AND db < ?",
+        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND type <> 'string'"
+        " AND (type <> 'hash' OR value IS NULL) AND db >= 0 AND db < ?",
         (ndb,)).fetchall()
     metas.update(zip(map(_KEY, rows), map(_TYPE_VALUE, rows), strict=True))
     del rows
@@ -149,9 +165,14 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
                 s.append(i, msgpack.unpackb(blob, raw=True, use_list=True))
             _apply_stream_meta(s, metas[k][1])
             put(k, s, b"stream")
-    # streams without entries (emptied by XDEL/XTRIM, or created by XGROUP MKSTREAM)
+    # streams without entries (emptied by XDEL/XTRIM, or created by XGROUP MKSTREAM), and small
+    # hashes with a TTL
     for k, (typ, value) in list(metas.items()):
-        if typ == "stream":
+        if typ == "hash" and value is not None:
+            del metas[k]
+            dbs[k[0]].data[k[1]] = _from_state(_unpack(value))
+            loaded += 1
+        elif typ == "stream":
             s = Stream()
             _apply_stream_meta(s, value)
             put(k, s, b"stream")

@@ -18,7 +18,7 @@ from typing import Any
 
 from compat.history_schema import HISTORY_DDL
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -51,7 +51,9 @@ _SCHEMA_V1 = [
 _SCHEMA_V2 = [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
 
 # version -> statements that bring a store from version-1 to version
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
+# (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: []}
 HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
 ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_entries")

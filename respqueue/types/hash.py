@@ -176,6 +176,22 @@ class Hash:
         self._index()
         return self._ix.scan(cursor, count)  # type: ignore[union-attr]
 
+    # ---- persistence -------------------------------------------------------
+    def state(self) -> list[object]:
+        """``[hashtable?, {field: value}]``: what the store keeps of a small hash (not a copy)."""
+        return [self.ht, self.d]
+
+    @classmethod
+    def from_state(cls, state: list[object]) -> Hash:
+        """The hash that :meth:`state` describes (takes ownership of its dict)."""
+        h = cls.__new__(cls)
+        h.ht = bool(state[0])
+        h.d = state[1]  # type: ignore[assignment]
+        h._ix = None
+        h._jlog = None
+        h._jkey = None
+        return h
+
     # ---- container contract ----------------------------------------------
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(self.d.items())
