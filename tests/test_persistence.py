@@ -514,3 +514,35 @@ def test_version_2_store_with_field_rows_loads() -> None:
         r.close()
     finally:
         srv.stop()
+
+
+def test_loaded_hashes_unpack_on_first_use(node: Node, ref: redis.Redis) -> None:
+    """Small hashes load packed and unpack on first use: every way of first touching one works,
+    including moving it without reading it (RENAME, MOVE, COPY, SWAPDB)."""
+    r = node.r
+    names = ["read", "ren", "mv", "cp", "sw", "enc", "rnd", "del", "x"]
+    for c in (r, ref):
+        for n in names:
+            c.hset(n, mapping={"b": "1", "a": "2", "big": "v" * 70 if n == "enc" else "s"})
+    node.restart()
+    r = node.r
+    assert r.hgetall("read") == ref.hgetall("read")
+    assert r.rename("ren", "ren2")
+    assert r.move("mv", 2)
+    assert r.copy("cp", "cp2")
+    assert r.object("encoding", "enc") == ref.object("encoding", "enc") == b"hashtable"
+    assert r.hrandfield("rnd") in (b"a", b"b", b"big")
+    assert r.delete("del") == 1
+    r.execute_command("SWAPDB", 0, 5)
+    r.execute_command("SWAPDB", 0, 5)
+    r.save()
+    node.restart()
+    r = node.r
+    want = {b"b": b"1", b"a": b"2", b"big": b"s"}
+    assert r.hgetall("ren2") == r.hgetall("cp") == r.hgetall("cp2") == want
+    assert not r.exists("ren", "mv", "del")
+    r.execute_command("SELECT", 2)
+    assert r.hgetall("mv") == want
+    r.execute_command("SELECT", 0)
+    assert r.execute_command("HGETALL", "x") == ref.execute_command("HGETALL", "x")
+    assert r.dbsize() == len(names) - 3 + 2  # ren->ren2, mv gone to db 2, del gone, cp2 added

@@ -366,7 +366,7 @@ class Journal:
             old = stored.get(k)
             if rt == _HASH and (old is None or v._jlog is None or v._jkey != k) and len(v) <= COMPACT_MAX_FIELDS:
                 # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
-                blob = _pack(v.state())
+                blob = v.packed() or _pack(v.state())
                 if len(blob) <= COMPACT_MAX_BYTES:
                     if old is not None:
                         del stored[k]

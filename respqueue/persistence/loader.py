@@ -6,7 +6,7 @@ import gc
 import heapq
 import sqlite3
 from collections import deque
-from functools import partial
+from collections.abc import Iterator
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -32,8 +32,10 @@ _ELEM = itemgetter(2)
 _ELEM2 = itemgetter(2, 3)
 _VALUE = itemgetter(3)
 _MAX_SHARED_NAMES = 65_536
-_unpack = partial(msgpack.unpackb, raw=True)
-_from_state = Hash.from_state
+_from_blob = Hash.from_blob
+# a table's rows are read per key (no key column to build per row) when it holds at most
+# this many keys, else in one scan grouped by key
+_PER_KEY_MAX = 4096
 
 
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
@@ -80,7 +82,7 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             rows = cur.fetchmany(65536)
             if not rows:
                 break
-            db.data.update(zip(map(_FIRST, rows), map(_from_state, map(_unpack, map(_SECOND, rows))), strict=True))
+            db.data.update(zip(map(_FIRST, rows), map(_from_blob, map(_SECOND, rows)), strict=True))
         loaded += len(db.data) - before
     rows = conn.execute(
         "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND type <> 'string'"
@@ -126,7 +128,19 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     # shared through a bounded cache: one bytes object per distinct name instead of one per row.
     names: dict[bytes, bytes] = {}
     share = names.setdefault
-    for k, group in groupby(conn.execute("SELECT db, key, field, value FROM hash_fields"), _KEY):
+    def groups(table: str, cols: str, typ: str, order: str = "") -> Iterator[tuple[tuple[int, bytes], Iterator[Any]]]:
+        """(key, rows) for the keys of type ``typ``; rows are ``(db, key, *cols)`` tuples, or
+        ``(0, 0, *cols)`` when read per key (a 1M-item list builds no key bytes per row)."""
+        keys = [k for k, m in metas.items() if m[0] == typ]
+        if len(keys) <= _PER_KEY_MAX:
+            for k in keys:
+                rows = conn.execute(f"SELECT 0, 0, {cols} FROM {table} WHERE db = ? AND key = ?{order}", k).fetchall()  # noqa: S608
+                if rows:
+                    yield k, iter(rows)
+        elif keys:
+            yield from groupby(conn.execute(f"SELECT db, key, {cols} FROM {table}"), _KEY)  # noqa: S608
+
+    for k, group in groups("hash_fields", "field, value", "hash"):
         if metas.get(k, _NONE)[0] == "hash":
             del metas[k]
             h = Hash()
@@ -142,21 +156,21 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             dbs[k[0]].data[k[1]] = h
             stored[k] = b"hash"
             loaded += 1
-    for k, rows in groupby(conn.execute("SELECT db, key, member FROM set_members"), _KEY):
+    for k, rows in groups("set_members", "member", "set"):
         if k in metas:
             put(k, Set.from_members(set(map(_ELEM, rows))), b"set")
-    for k, rows in groupby(conn.execute("SELECT db, key, score, member FROM zset_members"), _KEY):
+    for k, rows in groups("zset_members", "score, member", "zset"):
         if k in metas:
             entries = sorted(map(_ELEM2, rows))
             put(k, ZSet.from_sorted(entries), b"zset")
-    for k, rows in groupby(conn.execute("SELECT db, key, pos, value FROM list_items"), _KEY):
+    for k, rows in groups("list_items", "pos, value", "list", " ORDER BY pos"):
         if k in metas:
             pairs = list(map(_ELEM2, rows))
             lst = List(map(_SECOND, pairs))
             lst.attach(k)
             lst._p = deque(map(float, map(_FIRST, pairs)))
             put(k, lst, b"list")
-    for k, rows in groupby(conn.execute("SELECT db, key, ms, seq, fields FROM stream_entries"), _KEY):
+    for k, rows in groups("stream_entries", "ms, seq, fields", "stream"):
         if k in metas and metas[k][0] == "stream":
             s = Stream()
             # IDs parts >= 2**63 are stored negative (two's complement): order by the unsigned ID
@@ -170,7 +184,7 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     for k, (typ, value) in list(metas.items()):
         if typ == "hash" and value is not None:
             del metas[k]
-            dbs[k[0]].data[k[1]] = _from_state(_unpack(value))
+            dbs[k[0]].data[k[1]] = _from_blob(value)
             loaded += 1
         elif typ == "stream":
             s = Stream()

@@ -21,6 +21,8 @@ import random
 import sys
 from collections.abc import Iterable, Iterator
 
+import msgpack
+
 from .keyindex import KeyIndex
 
 MAX_LISTPACK_ENTRIES = 512
@@ -31,7 +33,8 @@ class Hash:
     """A Redis hash: ``field -> value``, both bytes."""
 
     rtype = b"hash"
-    __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey")
+    # ``_blob``: a hash loaded from the store stays packed until first used (see from_blob)
+    __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey", "_blob")
 
     def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
         self.d: dict[bytes, bytes] = {}
@@ -191,6 +194,36 @@ class Hash:
         h._jlog = None
         h._jkey = None
         return h
+
+    @classmethod
+    def from_blob(cls, blob: bytes) -> Hash:
+        """A hash whose packed :meth:`state` is ``blob``, unpacked when it is first used.
+
+        1M waiting BullMQ jobs load as 1M small objects holding their bytes; a job's fields
+        become a dict only when something reads or changes it."""
+        h = cls.__new__(cls)
+        h._blob = blob
+        h._ix = None
+        h._jlog = None
+        h._jkey = None
+        return h
+
+    def __getattr__(self, name: str) -> object:
+        # only reached while ``d``/``ht`` are unset: a hash made by from_blob, first use
+        if name != "d" and name != "ht":
+            raise AttributeError(name)
+        ht, d = msgpack.unpackb(object.__getattribute__(self, "_blob"), raw=True)
+        self.d = d
+        self.ht = bool(ht)
+        self._blob = None
+        return d if name == "d" else self.ht
+
+    def packed(self) -> bytes | None:
+        """The packed state this hash was loaded from, while it is still unused (else None)."""
+        try:
+            return self._blob
+        except AttributeError:
+            return None
 
     # ---- container contract ----------------------------------------------
     def items(self) -> Iterator[tuple[bytes, bytes]]:
