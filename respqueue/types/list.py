@@ -268,7 +268,8 @@ class List:
     def remove(self, value: bytes, count: int) -> int:
         """LREM: remove ``|count|`` matches (all with 0), from the tail when negative."""
         d = self._d
-        if self._jlog is not None:
+        jlog = self._jlog
+        if jlog is not None and count == 0:
             return self._remove_logged(value, count)
         if count == 0:
             if value not in d:
@@ -277,6 +278,7 @@ class List:
             self._d = d = deque(filter(value.__ne__, d))
             return n - len(d)
         n = len(d)
+        neg = count < 0
         found: list[int] = []  # indexes of the matches to remove
         if count > 0:
             i = -1
@@ -297,7 +299,17 @@ class List:
                     found.append(n - 1 - pos)
             except ValueError:
                 pass
-        if len(found) <= 8:
+        if jlog is not None:
+            if len(found) > 8:
+                return self._remove_logged(value, -len(found) if neg else len(found))
+            # few matches (BullMQ's LREM active -1 id): positions go with the elements
+            p = self._p
+            assert p is not None
+            for i in found:
+                jlog.append((p[i], None))
+                del p[i]
+                del d[i]
+        elif len(found) <= 8:
             # few matches: delete in place, highest index first (each walks from the nearer end)
             for i in found:
                 del d[i]
