@@ -546,3 +546,72 @@ def test_loaded_hashes_unpack_on_first_use(node: Node, ref: redis.Redis) -> None
     r.execute_command("SELECT", 0)
     assert r.execute_command("HGETALL", "x") == ref.execute_command("HGETALL", "x")
     assert r.dbsize() == len(names) - 3 + 2  # ren->ren2, mv gone to db 2, del gone, cp2 added
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads the process tree from Linux /proc")
+def test_writer_process_dies_with_the_server_and_is_replaced_when_it_dies(node: Node) -> None:
+    """Durable mode commits in a child process. Killing that child fails the batch it held
+    (MISCONF for the writes in it, never an acknowledgement), a new child takes over, and
+    kill -9 of the server takes the child with it."""
+    r = node.r
+    assert r.info("persistence")["store_writer"] == "process"
+    kids = _children(node.proc.proc.pid)
+    assert len(kids) == 1, kids
+    r.set("before", "1")
+    os.kill(kids[0], signal.SIGKILL)
+    acked = []
+    deadline = time.time() + 15
+    i = 0
+    while time.time() < deadline and len(acked) < 50:
+        try:
+            r.set(f"k{i}", i)
+            acked.append(i)
+        except redis.ResponseError as e:
+            assert str(e).startswith("MISCONF"), e
+            time.sleep(0.1)
+        i += 1
+    assert len(acked) == 50
+    new = _children(node.proc.proc.pid)
+    assert len(new) == 1 and new[0] != kids[0]
+    node.stop(signal.SIGKILL)
+    deadline = time.time() + 5
+    while _alive(new[0]):
+        assert time.time() < deadline, "the writer outlived its server"
+        time.sleep(0.02)
+    node.start()
+    assert node.r.get("before") == b"1"
+    for i in acked:
+        assert node.r.get(f"k{i}") == str(i).encode()
+
+
+@pytest.mark.parametrize("mode", ["durable", "buffered"])
+def test_thread_writer_still_works(mode: str) -> None:
+    """--writer thread (the default in buffered mode) keeps acknowledged writes across kill -9."""
+    n = Node("--durability", mode, "--writer", "thread")
+    try:
+        assert _children(n.proc.proc.pid) == []
+        assert n.r.info("persistence")["store_writer"] == "thread"
+        for i in range(200):
+            n.r.rpush("q", i)
+            n.r.hset("h", f"f{i}", i)
+        n.r.save()
+        n.restart(signal.SIGKILL)
+        assert n.r.llen("q") == 200 and n.r.hlen("h") == 200
+    finally:
+        n.stop()

@@ -505,6 +505,7 @@ def _sec_persistence(server: Any) -> list[str]:
         extra = [
             f"durability:{j.mode}",
             f"store_path:{j.store.path}",
+            f"store_writer:{j.store.writer}",
             f"last_commit_ms:{j.last_commit_ms:.3f}",
             f"commits:{j.commits}",
             f"uncommitted_changes:{j.uncommitted()}",
@@ -513,7 +514,7 @@ def _sec_persistence(server: Any) -> list[str]:
         ]
         bgsave_ok = server.write_refused is None
     else:
-        extra = ["durability:memory", "store_path:", "last_commit_ms:0", "commits:0", "uncommitted_changes:0", "commit_errors:0", "store_status:ok"]
+        extra = ["durability:memory", "store_path:", "store_writer:none", "last_commit_ms:0", "commits:0", "uncommitted_changes:0", "commit_errors:0", "store_status:ok"]
     return [
         f"loading:{1 if getattr(server, 'loading', False) else 0}",
         "async_loading:0",

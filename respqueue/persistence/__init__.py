@@ -34,7 +34,12 @@ def open_persistence(server: Any) -> Journal | None:
         history_check(cfg)
     except ValueError as e:
         raise StoreError(str(e)) from None
-    store = Store(cfg.dir, "FULL" if mode == "durable" else "NORMAL")
+    # durable: replies wait for commits, so commits must run beside the loop (a process);
+    # buffered: nothing waits for them, and a thread costs the loop less (docs/STORAGE.md)
+    writer = (cfg.writer or "auto").lower()
+    if writer == "auto":
+        writer = "process" if mode == "durable" else "thread"
+    store = Store(cfg.dir, "FULL" if mode == "durable" else "NORMAL", writer)
     store.open()
     journal = Journal(server, store, mode, cfg.buffer_ms, cfg.buffer_writes)
     t0 = time.perf_counter()

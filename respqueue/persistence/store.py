@@ -11,12 +11,23 @@ import fcntl
 import os
 import queue
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from compat.history_schema import HISTORY_DDL
+
+from . import writer as _writer
+from .writer import WRITER_LOCK, read_frame
+from .writer import frame as writer_frame
+
+writer_script = _writer.__file__
+# where the batches are written: "process" (the default: a child process, see writer.py) or
+# "thread" (a thread of the server; it shares the interpreter lock with the event loop)
+WRITERS = ("process", "thread")
 
 SCHEMA_VERSION = 3
 DB_FILE = "respqueue.db"
@@ -67,6 +78,10 @@ class StoreLocked(StoreError):
     pass
 
 
+class StoreWriteError(Exception):
+    """A batch did not commit; the message is SQLite's (or says the writer process is gone)."""
+
+
 def remedy(path: str) -> str:
     d = os.path.dirname(path) or "."
     return f"run `respqueue check --dir {d}` to diagnose and `respqueue repair --dir {d}` to recover what can be read"
@@ -75,14 +90,20 @@ def remedy(path: str) -> str:
 class Store:
     """An open store: a connection for reads at start-up and a writer thread."""
 
-    def __init__(self, directory: str, synchronous: str = "FULL") -> None:
+    def __init__(self, directory: str, synchronous: str = "FULL", writer: str = "process") -> None:
         self.dir = directory
         self.path = os.path.join(directory, DB_FILE)
         self.synchronous = synchronous
+        if writer not in WRITERS:
+            raise StoreError(f"unknown writer '{writer}' (use {' or '.join(WRITERS)})")
+        self.writer = writer
         self.conn: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._done: Callable[[int, BaseException | None, float], None] | None = None
+        self._child: subprocess.Popen[bytes] | None = None
+        self._inflight: int | None = None  # the batch the writer process holds
         self.last_commit_ms = 0.0
 
     # ---- open / close ----------------------------------------------------
@@ -105,6 +126,7 @@ class Store:
     def open(self) -> None:
         """Open (creating or migrating) the database; StoreError if it is unreadable."""
         self.lock()
+        self._wait_for_old_writer()
         try:
             self.conn = open_connection(self.path, self.synchronous)
             migrate(self.conn, self.path)
@@ -121,21 +143,105 @@ class Store:
                 pass
             self._lock_fd = None
 
+    def _wait_for_old_writer(self, timeout: float = 30.0) -> None:
+        """Wait until no writer process of an earlier server holds the writer lock: a server killed
+        with kill -9 takes its writer with it (see writer.py), but only a moment later, and the
+        store must not change under the loader."""
+        fd = os.open(os.path.join(self.dir, WRITER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    return
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise StoreLocked(f"{self.path}: a writer process of an earlier server still holds "
+                                          f"{WRITER_LOCK}; stop it and start again") from None
+                    time.sleep(0.01)
+        finally:
+            os.close(fd)
+
     def start_writer(self, done: Callable[[int, BaseException | None, float], None]) -> None:
-        """Start the writer thread; ``done(batch_id, error, ms)`` is called from it after each batch."""
+        """Start the writer; ``done(batch_id, error, ms)`` is called (from another thread) after each batch."""
         self._done = done
-        self._thread = threading.Thread(target=self._run, name="respqueue-writer", daemon=True)
+        if self.writer == "thread":
+            self._thread = threading.Thread(target=self._run, name="respqueue-writer", daemon=True)
+        else:
+            self._spawn()
+            self._thread = threading.Thread(target=self._read_results, name="respqueue-writer-results", daemon=True)
         self._thread.start()
 
     def submit(self, batch_id: int, ops: list[tuple[str, Any, bool]]) -> None:
-        """Queue a batch: ``(sql, params, many)`` statements run in one transaction."""
-        self._q.put((batch_id, ops))
+        """Hand over a batch: ``(sql, params, many)`` statements run in one transaction."""
+        if self.writer == "thread":
+            self._q.put((batch_id, ops))
+            return
+        child = self._child
+        if child is None or child.poll() is not None:
+            # the writer process died (its error went to the batch it held): start another one
+            self._restart_writer()
+            child = self._child
+        assert child is not None and child.stdin is not None
+        self._inflight = batch_id
+        try:
+            child.stdin.write(writer_frame([batch_id, ops]))
+            child.stdin.flush()
+        except (OSError, ValueError) as e:
+            self._inflight = None
+            assert self._done is not None
+            self._done(batch_id, StoreWriteError(f"the writer process is gone ({e})"), 0.0)
+
+    # ---- the writer process ----------------------------------------------------
+    def _spawn(self) -> None:
+        self._child = subprocess.Popen(
+            [sys.executable, writer_script, self.path, self.synchronous],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+        )
+
+    def _restart_writer(self) -> None:
+        old = self._thread
+        if old is not None and old is not threading.current_thread():
+            old.join(5)
+        self._spawn()
+        self._thread = threading.Thread(target=self._read_results, name="respqueue-writer-results", daemon=True)
+        self._thread.start()
+
+    def _read_results(self) -> None:
+        child = self._child
+        assert child is not None and child.stdout is not None and self._done is not None
+        while True:
+            res = read_frame(child.stdout)
+            if res is None:
+                break
+            bid, err, ms = res
+            self._inflight = None
+            self.last_commit_ms = ms
+            self._done(bid, None if err is None else StoreWriteError(err), ms)
+        code = child.wait()
+        bid = self._inflight
+        if bid is not None:  # it died holding a batch: that batch did not commit (or is unknown)
+            self._inflight = None
+            self._done(bid, StoreWriteError(f"the writer process exited with status {code}"), 0.0)
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._q.put(None)
-            self._thread.join(30)
-            self._thread = None
+        if self.writer == "thread":
+            if self._thread is not None:
+                self._q.put(None)
+                self._thread.join(30)
+        elif self._child is not None:
+            child = self._child
+            try:
+                if child.stdin is not None:
+                    child.stdin.close()
+                child.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                child.kill()
+            if self._thread is not None:
+                self._thread.join(5)
+            self._child = None
+        self._thread = None
         if self.conn is not None:
             try:
                 self.conn.close()
