@@ -615,3 +615,34 @@ def test_thread_writer_still_works(mode: str) -> None:
         assert n.r.llen("q") == 200 and n.r.hlen("h") == 200
     finally:
         n.stop()
+
+
+def test_trimmed_stream_rows_go_with_the_entries(node: Node) -> None:
+    """MAXLEN ~ / MINID trims delete the stored rows (as one range below the first live entry),
+    including around IDs whose parts do not fit a signed 64-bit integer."""
+    r = node.r
+    for i in range(1, 700):
+        r.xadd("ev", {"event": "x", "i": i}, id=f"{i}-{i % 3}", maxlen=100, approximate=True)
+        if i % 50 == 0:
+            r.save()
+    big = 2**63
+    for ms, seq in [(5, 1), (big - 1, 2**64 - 1), (big, 0), (big, 5), (big + 7, big + 1), (2**64 - 1, 3)]:
+        r.xadd("huge", {"f": "v"}, id=f"{ms}-{seq}")
+    r.xtrim("huge", minid=f"{big}-3", approximate=False)
+    r.xadd("seqs", {"f": "v"}, id="9-1")
+    r.xadd("seqs", {"f": "v"}, id=f"9-{big + 2}")
+    r.xadd("seqs", {"f": "v"}, id=f"9-{big + 9}")
+    r.xtrim("seqs", minid=f"9-{big + 5}", approximate=False)
+    r.save()
+    conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
+    try:
+        for key in (b"ev", b"huge", b"seqs"):
+            rows = conn.execute("SELECT count(*) FROM stream_entries WHERE key=?", (key,)).fetchone()[0]
+            assert rows == r.xlen(key), key
+    finally:
+        conn.close()
+    before = snapshot(r)
+    node.restart(signal.SIGKILL)
+    assert snapshot(node.r) == before
+    assert [e[0] for e in node.r.xrange("huge")] == [f"{big}-5".encode(), f"{big + 7}-{big + 1}".encode(),
+                                                     f"{2**64 - 1}-3".encode()]

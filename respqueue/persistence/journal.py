@@ -60,6 +60,10 @@ _HASH = b"hash"
 COMPACT_MAX_FIELDS = 128
 COMPACT_MAX_BYTES = 32768
 _pack = msgpack.Packer(use_bin_type=True).pack
+# stream entries below (ms, seq), both < 2**63 (bigger parts are stored negative, see s64)
+_STREAM_DEL_BELOW = (
+    "DELETE FROM stream_entries WHERE db=? AND key=? AND ((ms >= 0 AND ms < ?) OR (ms = ? AND seq >= 0 AND seq < ?))"
+)
 _TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
 
 MISCONF = (
@@ -385,7 +389,7 @@ class Journal:
                 jlog = v._jlog
                 if jlog:
                     v._jlog = []
-                    self._ops(ops, dbi, key, rt, dict(jlog))
+                    self._ops(ops, dbi, key, rt, dict(jlog), v)
             meta = stream_meta(v) if rt == b"stream" else None
             append((_KEY_UPSERT, (dbi, key, _TYPE_NAME[rt], exp, ver, meta), False))
 
@@ -410,7 +414,8 @@ class Journal:
         if rows:
             ops.append((_UPSERT[rt], rows, True))
 
-    def _ops(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, rt: bytes, changes: dict[Any, Any]) -> None:
+    def _ops(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, rt: bytes, changes: dict[Any, Any],
+             v: Any = None) -> None:
         ups: list[Any] = []
         dels: list[Any] = []
         if rt == b"hash" or rt == b"list" or rt == b"zset":
@@ -426,11 +431,24 @@ class Journal:
                 else:
                     ups.append((dbi, key, e))
         else:
+            # entries below the first live one are all gone (trimmed from the head, as MAXLEN ~
+            # on BullMQ's events stream does): one range delete instead of a row each
+            first = v.first_id() if v is not None else None
+            if first is not None and (first >> 64 >= _I64 or first & MASK64 >= _I64):
+                first = None  # stored as negative numbers: not a simple range
+            below = 0
             for e, x in changes.items():
                 if x is None:
-                    dels.append((dbi, key, s64(e >> 64), s64(e & MASK64)))
+                    if first is not None and e < first:
+                        below += 1
+                    else:
+                        dels.append((dbi, key, s64(e >> 64), s64(e & MASK64)))
                 else:
-                    ups.append((dbi, key, s64(e >> 64), s64(e & MASK64), msgpack.packb(x, use_bin_type=True)))
+                    ups.append((dbi, key, s64(e >> 64), s64(e & MASK64), _pack(x)))
+            if below:
+                assert first is not None
+                fms, fseq = first >> 64, first & MASK64
+                ops.append((_STREAM_DEL_BELOW, (dbi, key, fms, fms, s64(fseq)), False))
         if dels:
             ops.append((_DELETE[rt], dels, True))
         if ups:
