@@ -449,12 +449,24 @@ def test_small_hash_is_one_row_and_keeps_its_order(node: Node, ref: redis.Redis)
     assert node.r.hget("job", "late") == b"x"
 
 
-def test_growing_hash_moves_to_field_rows(node: Node) -> None:
-    """Past 128 fields a hash gets a row per field (and keeps them): one HSET is then one row."""
+def test_growing_hash_moves_to_field_rows(node: Node, ref: redis.Redis) -> None:
+    """Past 128 fields a hashtable-encoded hash gets a row per field (and keeps them): one HSET is
+    then one row. A listpack hash stays one row up to Redis's 512 fields, in Redis's order."""
     from respqueue.persistence.journal import COMPACT_MAX_FIELDS
 
     r = node.r
-    r.hset("big", mapping={f"f{i}": "v" for i in range(COMPACT_MAX_FIELDS)})
+    for c in (r, ref):
+        c.hset("lp", mapping={f"f{(i * 7919) % 1000}": "v" for i in range(400)})
+        c.hdel("lp", "f7919", "f0")
+    r.save()
+    value, n = _hash_rows(node, b"lp")
+    assert value is not None and n == 0
+    r.hset("lp", mapping={f"g{i}": "v" for i in range(200)})
+    r.save()
+    value, n = _hash_rows(node, b"lp")
+    assert value is None and n == r.hlen("lp") == 599  # past 512 fields: hashtable, a row per field
+    r.hset("big", mapping={**{f"f{i}": "v" for i in range(COMPACT_MAX_FIELDS - 1)}, "long": "x" * 65})
+    assert r.object("encoding", "big") == b"hashtable"  # a value over 64 bytes, as in Redis
     r.save()
     value, n = _hash_rows(node, b"big")
     assert value is not None and n == 0
@@ -483,6 +495,16 @@ def test_growing_hash_moves_to_field_rows(node: Node) -> None:
     assert value is not None and n == 0
     node.restart()
     assert node.r.hgetall("big") == {b"only": b"1"}
+
+
+def test_listpack_hash_order_survives_restart(node: Node, ref: redis.Redis) -> None:
+    for c in (node.r, ref):
+        c.hset("lp", mapping={f"f{(i * 7919) % 1000}": str(i) for i in range(500)})
+        c.hdel("lp", "f7919", "f0", "f3")
+        c.hset("lp", "f5", "changed")
+    node.restart()
+    assert node.r.object("encoding", "lp") == ref.object("encoding", "lp") == b"listpack"
+    assert node.r.execute_command("HGETALL", "lp") == ref.execute_command("HGETALL", "lp")
 
 
 def test_version_2_store_with_field_rows_loads() -> None:

@@ -54,9 +54,10 @@ _DELETE = {
     b"stream": "DELETE FROM stream_entries WHERE db=? AND key=? AND ms=? AND seq=?",
 }
 _HASH = b"hash"
-# A hash of at most this many fields whose packed form is at most this many bytes is stored as
-# one row (keys.value = msgpack [hashtable?, {field: value}]) and rewritten whole when it changes;
-# a bigger one has a row per field in hash_fields (and keys.value NULL), and keeps them for good.
+# A hash of at most this many fields whose packed form is at most this many bytes, and any
+# listpack-encoded hash (at most 512 fields of at most 64 bytes: its order is Redis's, and kept),
+# is stored as one row (keys.value = msgpack [hashtable?, {field: value}]) and rewritten whole when
+# it changes; a bigger one has a row per field in hash_fields (and keys.value NULL), for good.
 COMPACT_MAX_FIELDS = 128
 COMPACT_MAX_BYTES = 32768
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -368,10 +369,14 @@ class Journal:
                 continue
             rt = v.rtype
             old = stored.get(k)
-            if rt == _HASH and (old is None or v._jlog is None or v._jkey != k) and len(v) <= COMPACT_MAX_FIELDS:
+            if rt == _HASH and (old is None or v._jlog is None or v._jkey != k):
                 # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
-                blob = v.packed() or _pack(v.state())
-                if len(blob) <= COMPACT_MAX_BYTES:
+                blob = v.packed()
+                if blob is None and (len(v) <= COMPACT_MAX_FIELDS or not v.ht):
+                    blob = _pack(v.state())
+                    if len(blob) > COMPACT_MAX_BYTES and v.ht:
+                        blob = None
+                if blob is not None:
                     if old is not None:
                         del stored[k]
                         append((_ELEM_DEL_ALL[old], k, False))
