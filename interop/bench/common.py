@@ -46,11 +46,18 @@ class Proc:
         return self.proc.pid
 
     def cpu_seconds(self) -> float:
-        """User+system CPU time the server process has used so far."""
-        with open(f"/proc/{self.pid}/stat") as f:
-            parts = f.read().rsplit(")", 1)[1].split()
+        """User+system CPU time the server has used so far, its live child processes included
+        (respqueue's writer process in durable mode)."""
         ticks = os.sysconf("SC_CLK_TCK")
-        return (int(parts[11]) + int(parts[12])) / ticks
+        total = 0
+        for pid in [self.pid, *_children(self.pid)]:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    parts = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(parts[11]) + int(parts[12])
+        return total / ticks
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -77,6 +84,17 @@ def start_redis(*extra: str) -> Proc:
     port = free_port()
     argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra]
     return Proc("redis", argv, port)
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(x) for x in f.read().split())
+    except OSError:
+        pass
+    return out
 
 
 def machine() -> str:
