@@ -113,7 +113,10 @@ def run_batch(conn: sqlite3.Connection, ops: list[Any]) -> str | None:
 def main(argv: list[str]) -> int:
     path, synchronous = argv[1], argv[2]
     _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when to stop (stdin closes)
+    # the server decides when this ends (it closes our stdin); a Ctrl-C or a SIGTERM sent to the
+    # whole process group must not cut a commit short under a server that is still shutting down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     lock = os.open(os.path.join(os.path.dirname(path) or ".", WRITER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX)
     inp = sys.stdin.buffer
