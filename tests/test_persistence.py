@@ -668,3 +668,32 @@ def test_trimmed_stream_rows_go_with_the_entries(node: Node) -> None:
     assert snapshot(node.r) == before
     assert [e[0] for e in node.r.xrange("huge")] == [f"{big}-5".encode(), f"{big + 7}-{big + 1}".encode(),
                                                      f"{2**64 - 1}-3".encode()]
+
+
+def test_lists_keep_positions_across_restarts(node: Node) -> None:
+    """A list pushed and popped at its ends loads from its values alone (positions rebuilt from
+    the first); one with a middle insert or removal loads its stored positions. Both keep
+    journaling correctly after the restart."""
+    r = node.r
+    r.lpush("ends", *[f"l{i}" for i in range(50)])
+    r.rpush("ends", *[f"r{i}" for i in range(50)])
+    r.rpop("ends", 7)
+    r.lpop("ends", 3)
+    r.lmove("ends", "other", "RIGHT", "LEFT")
+    r.rpush("mid", *"abcdefgh")
+    r.linsert("mid", "AFTER", "c", "x")
+    r.lrem("mid", 1, "f")
+    for _ in range(2):
+        before = snapshot(r)
+        node.restart(signal.SIGKILL)
+        r = node.r
+        assert snapshot(r) == before
+        r.lpush("ends", "L")
+        r.rpush("ends", "R")
+        r.lmove("ends", "other", "LEFT", "RIGHT")
+        r.linsert("mid", "BEFORE", "a", "y")
+        r.rpush("mid", "z")
+        r.lrem("ends", -1, "r20")
+    before = snapshot(r)
+    node.restart()
+    assert snapshot(node.r) == before

@@ -128,6 +128,15 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     # shared through a bounded cache: one bytes object per distinct name instead of one per row.
     names: dict[bytes, bytes] = {}
     share = names.setdefault
+    def _few(metas: dict[tuple[int, bytes], tuple[str, Any]], typ: str) -> bool:
+        n = 0
+        for m in metas.values():
+            if m[0] == typ:
+                n += 1
+                if n > _PER_KEY_MAX:
+                    return False
+        return True
+
     def groups(table: str, cols: str, typ: str, order: str = "") -> Iterator[tuple[tuple[int, bytes], Iterator[Any]]]:
         """(key, rows) for the keys of type ``typ``; rows are ``(db, key, *cols)`` tuples, or
         ``(0, 0, *cols)`` when read per key (a 1M-item list builds no key bytes per row)."""
@@ -163,6 +172,16 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
         if k in metas:
             entries = sorted(map(_ELEM2, rows))
             put(k, ZSet.from_sorted(entries), b"zset")
+    for k in [k for k, m in metas.items() if m[0] == "list"] if _few(metas, "list") else ():
+        # positions pushed at either end stay consecutive integers (BullMQ's wait and active
+        # lists): then only the values are read, and the positions rebuilt from the first
+        lo, hi, n = conn.execute(
+            "SELECT min(pos), max(pos), count(*) FROM list_items WHERE db = ? AND key = ?", k).fetchone()
+        if n and hi - lo + 1 == n and lo == int(lo):
+            lst = List(map(_FIRST, conn.execute(
+                "SELECT value FROM list_items WHERE db = ? AND key = ? ORDER BY pos", k)))
+            lst.attach(k, lo)
+            put(k, lst, b"list")
     for k, rows in groups("list_items", "pos, value", "list", " ORDER BY pos"):
         if k in metas:
             pairs = list(map(_ELEM2, rows))

@@ -65,9 +65,10 @@ class List:
         return 40 + nodes * (32 + 12) + data + nodes * 6
 
     # ---- ends --------------------------------------------------------------
-    def attach(self, jkey: tuple[int, bytes] | None) -> None:
-        """Start (or restart) change logging with positions 0..n-1."""
-        self._p = deque(map(float, range(len(self._d))))
+    def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0) -> None:
+        """Start (or restart) change logging with positions first, first+1, ... (integers)."""
+        start = int(first)
+        self._p = deque(map(float, range(start, start + len(self._d))))
         self._jlog = []
         self._jkey = jkey
 
