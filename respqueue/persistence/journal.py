@@ -140,7 +140,9 @@ class Journal:
         self.changes += 1
         if not self.scheduled:
             self._schedule()
-        elif self.changes >= self.buffer_writes and not self.durable:
+        elif self._timer is not None and self.changes >= self.buffer_writes:
+            # buffered mode, --buffer-writes reached: close the batch now instead of at the timer
+            # (once: until the batch is handed over, later changes only join it)
             self._schedule(now=True)
 
     def db_flushed(self, db: Database) -> None:
