@@ -43,6 +43,7 @@ class Hash:
         # persistence: element-level change log while attached to the journal
         self._jlog: list[tuple[bytes, bytes | None]] | None = None
         self._jkey: tuple[int, bytes] | None = None
+        self._blob: bytes | None = None
         if items is not None:
             for f, v in items:
                 self.set(f, v)
@@ -193,6 +194,7 @@ class Hash:
         h._ix = None
         h._jlog = None
         h._jkey = None
+        h._blob = None
         return h
 
     @classmethod
@@ -220,10 +222,7 @@ class Hash:
 
     def packed(self) -> bytes | None:
         """The packed state this hash was loaded from, while it is still unused (else None)."""
-        try:
-            return self._blob
-        except AttributeError:
-            return None
+        return self._blob
 
     # ---- container contract ----------------------------------------------
     def items(self) -> Iterator[tuple[bytes, bytes]]:
