@@ -259,9 +259,22 @@ def test_kill9_buffered_loses_at_most_the_window() -> None:
         node.stop()
 
 
-def test_kill9_bullmq_worker_carries_on() -> None:
-    """kill -9 during a BullMQ producer+worker run; after the restart a new worker
-    finishes every acknowledged job (active ones come back via the stalled check)."""
+def _read_lines(stream: Any, out: list[str], ready: threading.Event) -> None:
+    for line in stream:
+        line = line.strip()
+        if line == "ready":
+            ready.set()
+        else:
+            out.append(line)
+    ready.set()
+
+
+def test_kill9_bullmq_producer_worker_every_ack_survives() -> None:
+    """kill -9 the server 20 times at random moments while a BullMQ producer adds jobs and a
+    worker processes them (bullmq for Python, interop/bullmq_py/crash_workload.py). After every
+    restart, every job whose add was acknowledged exists and every acknowledged completion is
+    still completed; at the end a worker finishes every acknowledged job (jobs that were active
+    come back through BullMQ's stalled-job check)."""
     import asyncio
     import os
     import subprocess
@@ -270,51 +283,75 @@ def test_kill9_bullmq_worker_carries_on() -> None:
     bullmq = __import__("pytest").importorskip("bullmq")
     from .servers import ROOT
 
+    script = os.path.join(ROOT, "interop", "bullmq_py", "crash_workload.py")
     rng = random.Random(11)
+    qname = "crashq"
     node = Node()
+    added: list[str] = []
+    completed: set[str] = set()
+    kills = 0
     try:
-        for rnd in range(2):
-            qname = f"crash{rnd}"
-            p = subprocess.Popen(
-                [sys.executable, os.path.join(ROOT, "interop", "bullmq_py", "crash_producer.py"), str(node.proc.port), qname, "200"],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            )
-            time.sleep(rng.uniform(1.0, 2.0))
+        for rnd in range(20):
+            p = subprocess.Popen([sys.executable, script, str(node.proc.port), qname, f"r{rnd}-", "100000"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            lines: list[str] = []
+            ready = threading.Event()
+            reader = threading.Thread(target=_read_lines, args=(p.stdout, lines, ready), daemon=True)
+            reader.start()
+            assert ready.wait(60), "the workload did not start"
+            time.sleep(rng.uniform(0.3, 1.0))
             node.proc.proc.send_signal(signal.SIGKILL)
             node.proc.proc.wait(10)
             node.proc.log.close()
+            kills += 1
             p.kill()
-            out, _ = p.communicate(timeout=10)
-            acked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("added ")]
-            assert acked, "the producer got nothing acknowledged before the kill"
+            p.wait(10)
+            reader.join(10)
+            for line in lines:
+                what, _, jid = line.partition(" ")
+                if what == "added":
+                    added.append(jid)
+                elif what == "completed":
+                    completed.add(jid)
             node.start()
+            r = node.r
+            pipe = r.pipeline(transaction=False)
+            for jid in added:
+                pipe.exists(f"bull:{qname}:{jid}")
+            lost = [jid for jid, n in zip(added, pipe.execute(), strict=True) if not n]
+            assert lost == [], f"round {rnd}: acknowledged adds lost: {lost[:10]}"
+            done = {m.decode() for m in r.zrange(f"bull:{qname}:completed", 0, -1)}
+            undone = sorted(completed - done)
+            assert undone == [], f"round {rnd}: acknowledged completions lost: {undone[:10]}"
+        print(f"\nbullmq crash test: {kills} kills, {len(added)} acknowledged adds, {len(completed)} acknowledged completions")
+        assert kills == 20
+        assert len(added) >= 200 and len(completed) >= 100, (len(added), len(completed))
 
-            async def finish(port: int, ids: list[int], name: str) -> dict[str, Any]:
-                conn = {"connection": {"host": "127.0.0.1", "port": port}}
+        async def finish(port: int) -> list[str]:
+            conn = {"connection": {"host": "127.0.0.1", "port": port}}
 
-                async def proc(job, token):  # noqa: ANN001, ANN202
-                    return job.data["i"] * 2
+            async def proc(job, token):  # noqa: ANN001, ANN202
+                return job.data["i"] * 2
 
-                w = bullmq.Worker(name, proc, {**conn, "lockDuration": 2000, "stalledInterval": 1000})
-                w.on("error", lambda *a: None)
-                r = redis.Redis(port=port)
-                deadline = time.time() + 30
-                try:
-                    while time.time() < deadline:
-                        done = {m.decode() for m in r.zrange(f"bull:{name}:completed", 0, -1)}
-                        if all(f"j{i}" in done for i in ids):
-                            break
-                        await asyncio.sleep(0.2)
-                    return {
-                        "missing": [i for i in ids if f"j{i}" not in done],
-                        "values": {i: r.hget(f"bull:{name}:j{i}", "returnvalue") for i in ids},
-                    }
-                finally:
-                    r.close()
-                    await asyncio.wait_for(w.close(), 10)
+            w = bullmq.Worker(qname, proc, {**conn, "concurrency": 8, "lockDuration": 2000, "stalledInterval": 1000})
+            w.on("error", lambda *a: None)
+            r = redis.Redis(port=port)
+            deadline = time.time() + 60
+            try:
+                while True:
+                    done = {m.decode() for m in r.zrange(f"bull:{qname}:completed", 0, -1)}
+                    missing = [j for j in added if j not in done]
+                    if not missing or time.time() > deadline:
+                        return missing
+                    await asyncio.sleep(0.2)
+            finally:
+                r.close()
+                await asyncio.wait_for(w.close(), 10)
 
-            res = asyncio.run(finish(node.proc.port, acked, qname))
-            assert res["missing"] == [], f"round {rnd}: acknowledged jobs never completed"
-            assert all(v == str(i * 2).encode() for i, v in res["values"].items())
+        assert asyncio.run(finish(node.proc.port)) == [], "acknowledged jobs never completed"
+        r = node.r
+        for jid in added[:: max(1, len(added) // 50)]:
+            i = int(r.hget(f"bull:{qname}:{jid}", "data").split(b":")[1].rstrip(b"}"))
+            assert r.hget(f"bull:{qname}:{jid}", "returnvalue") == str(i * 2).encode()
     finally:
         node.stop()
