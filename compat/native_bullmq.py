@@ -25,12 +25,17 @@ Implemented:
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any
 
 import msgpack
 
 from lua.convert import format_number_arg, truncate
+from respqueue.commands.registry import Command
+from respqueue.commands.streams import xadd_auto_id, xtrim_approx
+from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
+from respqueue.resp import RedisError
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.stream import MAX_ID, Stream
@@ -389,33 +394,164 @@ def _lock_opts(opts: dict[Any, Any]) -> tuple[bytes, bytes | None, bytes | None]
     return token, lock_ms, worker
 
 
+def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
+    """``XADD key * field value ...`` whose reply the script drops: the command's work without the reply text."""
+    if not ctx.monitors:
+        ctx.wrote = True
+        try:
+            xadd_auto_id(ctx.sc, argv)
+        except RedisError:
+            pass  # raised before any change: the call below reports it as the bridge would
+        else:
+            XADD.calls += 1
+            return
+    ctx.call(XADD, argv)
+
+
+def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
+    """HSET/HMSET ``argv`` (well formed) whose reply the script drops; ``h`` is what is at argv[1]."""
+    if not ctx.monitors and type(h) is Hash:
+        ctx.wrote = True
+        h.set_pairs(argv, 2)
+        ctx.db.modified(argv[1])
+        cmd.calls += 1
+    else:
+        ctx.call(cmd, argv)
+
+
+def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
+    """HINCRBY key field 1, inline when the hash exists and the field holds a small integer (or is absent).
+
+    ``h`` is what is at ``key`` (the caller just looked it up)."""
+    db = ctx.db
+    if not ctx.monitors and type(h) is Hash:
+        cur = h.get(field)
+        if cur is None:
+            v = 1
+        else:
+            v = str2int(cur)  # type: ignore[assignment]
+            if v is None or v >= _INT64_MAX:
+                return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
+            v += 1
+        ctx.wrote = True
+        h.set(field, b"%d" % v)
+        db.modified(key)
+        HINCRBY.calls += 1
+        return v
+    return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
+
+
 def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
                  token: bytes, lock_ms: bytes | None, worker: bytes | None) -> list[Any]:
     """prepareJobForProcessing without rate limiting."""
     call = ctx.call
     job_key = prefix + job_id
+    db = ctx.db
     if lock_ms is not None:
-        call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
-    call(XADD, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
-    hm = [b"HMSET", job_key, b"processedOn", ts]
+        if ctx.monitors:
+            call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
+        else:
+            # SET lock token PX ms, inline: lock_ms is a validated positive integer below 2**53
+            lock_key = job_key + b":lock"
+            ctx.wrote = True
+            db.lookup(lock_key)  # as SET does: an expired value goes first
+            db.set(lock_key, token)
+            db.set_expire(lock_key, int(lock_ms) + mstime())
+            SET.calls += 1
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
+    h = db.lookup(job_key)
     if worker is not None:
-        hm += [b"pb", worker]
-    call(HMSET, hm)
-    call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
-    call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
-    h = call(HGETALL, [b"HGETALL", job_key])
-    flat: list[Any] = []
-    for k, v in h.items():
-        flat.append(k)
-        flat.append(v)
-    return [flat, job_id, 0, 0]
+        _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts, b"pb", worker], h)
+    else:
+        _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts], h)
+    if h is None:
+        h = db.lookup(job_key)  # HMSET created it
+    _hincr1(ctx, job_key, b"ats", h)
+    marker = db.lookup(marker_key)
+    if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
+        ctx.wrote = True  # ZADD marker 0 0 on a marker that has it: changes nothing
+        ZADD.calls += 1
+    else:
+        call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+    # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
+    if type(h) is not Hash:
+        h = call(HGETALL, [b"HGETALL", job_key])
+        flat: list[Any] = []
+        for k, v in h.items():
+            flat.append(k)
+            flat.append(v)
+        return [flat, job_id, 0, 0]
+    if ctx.monitors:
+        ctx.feed([b"HGETALL", job_key])
+    HGETALL.calls += 1
+    return [list(chain.from_iterable(h.items())), job_id, 0, 0]
+
+
+_JOB_SUFFIXES = (b":lock", b":dependencies", b":unsuccessful", b":logs", b":processed", b":failed")
+
+#: wait key -> (the other 13 keys of moveToFinished, as a set, and the job keys whose derived keys are among them)
+_MTF_KEYS: dict[bytes, tuple[list[bytes], frozenset[bytes], frozenset[bytes]]] = {}
+
+
+def _mtf_keys(keys: list[bytes]) -> tuple[list[bytes], frozenset[bytes], frozenset[bytes]]:
+    """The queue keys of moveToFinished (all but the job key), cached per queue."""
+    qk = keys[:11] + keys[12:]
+    e = _MTF_KEYS.get(keys[0])
+    if e is not None and e[0] == qk:
+        return e
+    ks = frozenset(qk)
+    if len(ks) != 13:
+        raise Bail("args")
+    clash = set()
+    for k in qk:
+        for suffix in _JOB_SUFFIXES:
+            if k.endswith(suffix):
+                clash.add(k[: -len(suffix)])
+    e = (qk, ks, frozenset(clash))
+    if len(_MTF_KEYS) >= 256:
+        _MTF_KEYS.clear()
+    _MTF_KEYS[keys[0]] = e
+    return e
+
+
+#: raw opts -> (remove, attempts, limiter set?, token, lock PX ms, worker name) (see _mtf_opts)
+_MTF_OPTS: dict[bytes, tuple[bool, Any, bool, bytes, bytes | None, bytes | None]] = {}
+
+
+def _mtf_opts(raw: bytes, failed: bool) -> tuple[bool, Any, bool, bytes, bytes | None, bytes | None]:
+    """moveToFinished's options, validated for the native path; cached per raw value (workers reuse them)."""
+    e = _MTF_OPTS.get(raw)
+    if e is None:
+        opts = _unpack(raw)
+        if type(opts) is not dict:
+            raise Bail("opts")
+        keep = opts.get(b"keepJobs")
+        if type(keep) is not dict or keep.get(b"age") is not None:
+            raise Bail("keepJobs")
+        max_count = keep.get(b"count")
+        if max_count is not None and type(max_count) not in (int, float):
+            raise Bail("keepJobs count")
+        if max_count is not None and max_count > 0:
+            raise Bail("keepJobs count > 0")
+        if opts.get(b"maxMetricsSize") != b"":
+            raise Bail("metrics")
+        token, lock_ms, worker = _lock_opts(opts)
+        e = (max_count is not None and max_count == 0, opts.get(b"attempts"), _truthy(opts.get(b"limiter")),
+             token, lock_ms, worker)
+        if len(_MTF_OPTS) >= 1024:
+            _MTF_OPTS.clear()
+        _MTF_OPTS[raw] = e
+    attempts = e[1]
+    if failed and (type(attempts) not in (int, float) or attempts != attempts):
+        raise Bail("attempts")
+    return e
 
 
 @native("moveToFinished")
 def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
     ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
-    if len(argv) < 8 or len(set(keys)) != 14:
+    if len(argv) < 8 or len(keys) != 14:
         raise Bail("args")
     if len(argv) > 8 and argv[8]:
         raise Bail("fields to update")
@@ -427,42 +563,41 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         raise Bail("timestamp")
     wait_key, active_key, prio_key, events_key, stalled_key = keys[0], keys[1], keys[2], keys[3], keys[4]
     delayed_key, meta_key, pc_key, target_key, job_key, marker_key = keys[6], keys[8], keys[9], keys[10], keys[11], keys[13]
-    ks = set(keys)
-    for suffix in (b":lock", b":dependencies", b":unsuccessful", b":logs", b":processed", b":failed"):
-        if job_key + suffix in ks:
-            raise Bail("key clash")
+    _qk, ks, clash = _mtf_keys(keys)
+    if job_key in ks:
+        raise Bail("args")
+    if job_key in clash:
+        raise Bail("key clash")  # job_key + one of _JOB_SUFFIXES is another key of the script
     db = ctx.db
     call = ctx.call
+    monitors = ctx.monitors
     # ---- reads (an error here still falls back to Lua: nothing written yet)
-    if not call(EXISTS, [b"EXISTS", job_key]):
+    job = db.lookup(job_key)
+    if monitors:
+        ctx.feed([b"EXISTS", job_key])
+    EXISTS.calls += 1
+    if job is None:
         return -1
     if not failed:
-        if call(SCARD, [b"SCARD", job_key + b":dependencies"]) != 0:
-            return -4
-        if call(ZCARD, [b"ZCARD", job_key + b":unsuccessful"]) != 0:
-            return -9
-    opts = _unpack(argv[7])
-    if type(opts) is not dict:
-        raise Bail("opts")
-    keep = opts.get(b"keepJobs")
-    if type(keep) is not dict or keep.get(b"age") is not None:
-        raise Bail("keepJobs")
-    max_count = keep.get(b"count")
-    if max_count is not None and type(max_count) not in (int, float):
-        raise Bail("keepJobs count")
-    if max_count is not None and max_count > 0:
-        raise Bail("keepJobs count > 0")
-    remove = max_count is not None and max_count == 0
-    if opts.get(b"maxMetricsSize") != b"":
-        raise Bail("metrics")
-    attempts = opts.get(b"attempts")
-    if failed and (type(attempts) not in (int, float) or attempts != attempts):
-        raise Bail("attempts")
-    token, lock_ms, worker = _lock_opts(opts)
+        # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case)
+        k = job_key + b":dependencies"
+        if monitors or db.lookup(k) is not None:
+            if call(SCARD, [b"SCARD", k]) != 0:
+                return -4
+        else:
+            SCARD.calls += 1
+        k = job_key + b":unsuccessful"
+        if monitors or db.lookup(k) is not None:
+            if call(ZCARD, [b"ZCARD", k]) != 0:
+                return -9
+        else:
+            ZCARD.calls += 1
+    remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
     fetch_next = fetch == b"1"
     # ---- everything that could fail or branch after the first write
-    job = _check(db, job_key, Hash)
-    if job is None or job.get(b"parentKey") is not None or job.get(b"parent") is not None or job.get(b"deid") is not None:
+    if type(job) is not Hash and not isinstance(job, Hash):
+        raise Bail("wrong type")
+    if job.get(b"parentKey") is not None or job.get(b"parent") is not None or job.get(b"deid") is not None:
         raise Bail("job with parent or dedup")
     atm = job.get(b"atm")
     if atm is not None:
@@ -474,8 +609,9 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         raise Bail("not active")  # -3 comes after the lock is deleted: let Lua do it
     meta = _check_meta(db, meta_key)
     max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+    m = 10000  # trimEvents' MAXLEN
     if max_events is not None:
-        m = str2int(max_events)
+        m = str2int(max_events)  # type: ignore[assignment]
         if m is None or m < 0:
             raise Bail("maxLenEvents")
     _check_stream(db, events_key)
@@ -486,7 +622,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     if fetch_next:
         if meta is not None and meta.get(b"max") is not None:
             raise Bail("rate limit")
-        if _truthy(opts.get(b"limiter")):
+        if limiter:
             raise Bail("rate limiter")
         _check(db, marker_key, ZSet)
         upto = (float(ts) + 1) * 0x1000 - 1
@@ -507,43 +643,75 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
                 raise Bail("key clash")
     # ---- removeLock: the first write
     if token != b"0":
-        lock_token = call(GET, [b"GET", job_key + b":lock"])
+        lock_key = job_key + b":lock"
+        lock_token = db.lookup(lock_key)
+        if monitors or (lock_token is not None and type(lock_token) is not bytes):
+            lock_token = call(GET, [b"GET", lock_key])
+        else:
+            GET.calls += 1
         if lock_token != token:
             return -2 if lock_token is None else -6
-        call(DEL, [b"DEL", job_key + b":lock"])
-        call(SREM, [b"SREM", stalled_key, job_id])
-    call(HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
+        if monitors:
+            call(DEL, [b"DEL", lock_key])
+        else:
+            ctx.wrote = True
+            db.delete(lock_key)
+            DEL.calls += 1
+        if monitors or db.lookup(stalled_key) is not None:
+            call(SREM, [b"SREM", stalled_key, job_id])
+        else:
+            SREM.calls += 1  # no stalled set: nothing to remove
+    # HMGET parentKey parent deid: all three are absent (checked above)
+    if monitors:
+        ctx.feed([b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
+    HMGET.calls += 1
     call(LREM, [b"LREM", active_key, b"-1", job_id])
-    # trimEvents
-    max_events = call(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
+    if monitors:
+        ctx.feed([b"HGET", meta_key, b"opts.maxLenEvents"])
+    HGET.calls += 1
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
-    call(XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events])
-    attempts_made = call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
+    if monitors or len(max_events) > 18 or not max_events.isdigit():
+        call(XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events])
+    else:
+        ctx.wrote = True
+        xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
+        XTRIM.calls += 1
+    attempts_made = _hincr1(ctx, job_key, b"atm", job)  # the job hash: nothing replaced it since the checks
     if not remove:
         call(ZADD, [b"ZADD", target_key, ts, job_id])
-        call(HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts])
+        _hset(ctx, HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts], job)
         if failed:
             call(HDEL, [b"HDEL", job_key, b"defa"])
     else:
         call(DEL, [b"DEL", job_key, job_key + b":logs", job_key + b":dependencies", job_key + b":processed",
                    job_key + b":failed", job_key + b":unsuccessful"])
-    call(XADD, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
     if failed and attempts_made >= attempts:
         call(XADD, [b"XADD", events_key, b"*", b"event", b"retries-exhausted", b"jobId", job_id,
                     b"attemptsMade", b"%d" % attempts_made])
     if fetch_next:
-        # fetchNextJob
-        paused, conc, _max, _duration = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
-        limit = _paused_or_maxed_attrs(paused, conc)
+        # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
+        if monitors:
+            ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+        HMGET.calls += 1
+        meta = db.lookup(meta_key)  # trimEvents may have created it
+        if meta is None:
+            limit = None
+        else:
+            limit = _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
         if limit is None:
             paused_or_maxed = False
         elif limit < 0:
             paused_or_maxed = True
         else:
             paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
-        call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
+        # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
+        if monitors:
+            ctx.feed([b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
+        ZRANGEBYSCORE.calls += 1
         if paused_or_maxed:
             return [0, 0, 0, 0]
         nid = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])

@@ -31,7 +31,6 @@ from typing import Any
 
 from respqueue import keyspace
 from respqueue.commands.registry import Command, lookup
-from respqueue.dispatch import call
 from respqueue.resp import RedisError
 
 log = logging.getLogger("respqueue.native")
@@ -133,8 +132,8 @@ NativeFn = Callable[["Ctx", list[bytes], list[bytes]], Any]
 
 #: script name -> native implementation
 NATIVE: dict[str, NativeFn] = {}
-#: sha -> (native implementation, numkeys as sent in argv[2])
-_BY_SHA: dict[bytes, tuple[NativeFn, bytes]] = {}
+#: sha -> (native implementation, numkeys as sent in argv[2], numkeys, script name)
+_BY_SHA: dict[bytes, tuple[NativeFn, bytes, int, str]] = {}
 #: body lengths of the scripts with a native implementation (cheap EVAL prefilter)
 _LENGTHS: set[int] = set()
 #: body length of each known script
@@ -166,7 +165,7 @@ def _rebuild() -> None:
     for sha, (name, numkeys, _rel) in SCRIPTS.items():
         fn = NATIVE.get(name)
         if fn is not None:
-            _BY_SHA[sha] = (fn, str(numkeys).encode())
+            _BY_SHA[sha] = (fn, str(numkeys).encode(), numkeys, name)
             n = SCRIPT_SIZES.get(sha)
             if n is not None:
                 _LENGTHS.add(n)
@@ -190,9 +189,18 @@ def build_table(directory: str, release: str) -> dict[str, tuple[str, int, str, 
     return out
 
 
+_ENABLED: list[Any] = [None, True]  # [last config value seen, whether it means on]
+
+
 def enabled(server: Any) -> bool:
     v = getattr(server.config, "native_scripts", "on")
-    return str(v).lower() not in ("off", "no", "0", "false")
+    e = _ENABLED
+    if v is e[0] and type(v) is str:
+        return e[1]  # type: ignore[no-any-return]
+    on = str(v).lower() not in ("off", "no", "0", "false")
+    e[0] = v
+    e[1] = on
+    return on
 
 
 # ---- the context a native implementation runs with ---------------------------
@@ -223,12 +231,36 @@ class Ctx:
                 self.server.feed_monitors(self.sc, argv)
             except Exception:
                 pass
-        r = call(self.sc, cmd, argv)
+        # respqueue.dispatch.call, inlined (this is the hot path of every native script)
+        try:
+            r = cmd.proc(self.sc, argv)  # type: ignore[misc]
+        except RedisError as e:
+            e.__traceback__ = None
+            cmd.failed_calls += 1
+            r = e
+        except Exception:
+            r = _internal_error(cmd)
+        cmd.calls += 1
         if isinstance(r, RedisError):
             if self.wrote:
                 raise NativeScriptError(r)
             raise Bail(r.msg.decode("utf-8", "replace"))
         return r
+
+
+    def feed(self, argv: list[bytes]) -> None:
+        """Show ``argv`` to MONITOR clients as the bridge would (for a command the caller runs inline)."""
+        try:
+            self.server.feed_monitors(self.sc, argv)
+        except Exception:
+            pass
+
+
+def _internal_error(cmd: Command) -> RedisError:
+    """What respqueue.dispatch.call replies when a command procedure raises (it logs the traceback)."""
+    logging.getLogger("respqueue").exception("internal error running %s", cmd.fullname)
+    cmd.failed_calls += 1
+    return RedisError(f"ERR internal error while running '{cmd.fullname}'")
 
 
 def cmd(name: str) -> Command:
@@ -265,10 +297,9 @@ def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
         if ent is None:
             return FALLBACK
         rt.compile(body, sha)  # cached for later EVALSHA / SCRIPT EXISTS
-    fn, numkeys = ent
+    fn, numkeys, nk, name = ent
     if argv[2] != numkeys or rt.running:
         return FALLBACK
-    nk = len(numkeys) and int(numkeys)
     if len(argv) < 3 + nk:
         return FALLBACK
     keys = argv[3 : 3 + nk]
@@ -280,7 +311,6 @@ def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
     prev_frozen = keyspace._frozen_ms
     if prev_frozen is None:
         keyspace.freeze_time(int(time.time() * 1000))
-    name = SCRIPTS[sha][0]
     st = STATS.get(name)
     if st is None:
         st = STATS[name] = [0, 0]

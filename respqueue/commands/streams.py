@@ -255,25 +255,55 @@ def _parse_count(b: bytes) -> int:
 # ---- XADD / XTRIM / XDEL / XSETID -----------------------------------------------
 @command("xadd", -5, "write denyoom fast", 1, 1, 1, group="stream")
 def xadd(c: Any, argv: list[bytes]) -> Any:
-    a = _parse_add_trim(c, argv, True)
-    field_pos = a.idpos + 1
+    a2 = argv[2]
+    if a2 == b"*":
+        # fast path: XADD key * field value ...
+        a: Any = None
+        field_pos = 3
+    elif a2 == b"MAXLEN" and argv[3] == b"~" and len(argv) > 6 and argv[5] == b"*" and _fast_maxlen(argv[4]):
+        # fast path: XADD key MAXLEN ~ <n> * field value ... (BullMQ's events stream)
+        a = _TrimArgs()
+        a.maxlen = int(argv[4])
+        a.approx = True
+        lim = 100 * _node_limits(c)[0]
+        a.limit = min(lim if lim > 0 else 10000, 1000000)
+        field_pos = 6
+    else:
+        a = _parse_add_trim(c, argv, True)
+        field_pos = a.idpos + 1
     nf = len(argv) - field_pos
     if nf < 2 or nf & 1:
         raise wrong_args(b"xadd")
+    if a is None:
+        return format_id(_xadd(c, argv, field_pos, None))
     if a.id_given and a.seq_given and a.id == 0:
         raise XADD_ID_ZERO
+    new = _xadd(c, argv, field_pos, a)
+    return None if new is None else format_id(new)
+
+
+_FAST_MAXLEN = re.compile(rb"(0|[1-9][0-9]{0,17})\Z")
+
+
+def _fast_maxlen(b: bytes) -> bool:
+    """A MAXLEN count the fast path may take as is (plain decimal, no sign, fits easily)."""
+    return _FAST_MAXLEN.match(b) is not None
+
+
+def _xadd(c: Any, argv: list[bytes], field_pos: int, a: _TrimArgs | None) -> Any:
+    """XADD once its arguments are parsed (``a`` None: ``*`` and no options); the new packed ID, or None (NOMKSTREAM)."""
     db = c.db
     key = argv[1]
     s = db.lookup_type(key, Stream)
     created = s is None
     if created:
-        if a.nomkstream:
+        if a is not None and a.nomkstream:
             return None
         s = Stream()
     last = s.last_id
     if last == MAX_ID:
         raise XADD_EXHAUSTED
-    if a.id_given:
+    if a is not None and a.id_given:
         new = a.id
         if not a.seq_given:
             if last >> 64 == new >> 64:
@@ -289,7 +319,7 @@ def xadd(c: Any, argv: list[bytes]) -> Any:
         raise XADD_ID_TOO_SMALL
     me, mb = _node_limits(c)
     s.append(new, argv[field_pos:], me, mb)
-    if a.has_strategy:
+    if a is not None and a.has_strategy:
         s.trim(a.maxlen, a.minid, a.approx, a.limit)
     if created:
         db.add(key, s)
@@ -300,11 +330,31 @@ def xadd(c: Any, argv: list[bytes]) -> Any:
         h = c.server.history
         if h is not None:
             h.on_event(c, key, new >> 64, argv, field_pos)
-    return format_id(new)
+    return new
+
+
+def xtrim_approx(c: Any, key: bytes, maxlen: int) -> int:
+    """``XTRIM key MAXLEN ~ maxlen`` (maxlen >= 0); the number of entries removed."""
+    s = c.db.lookup_type(key, Stream)
+    if s is None:
+        return 0
+    lim = 100 * _node_limits(c)[0]
+    deleted = s.trim(maxlen, None, True, min(lim if lim > 0 else 10000, 1000000))
+    if deleted:
+        c.db.modified(key)
+    return deleted  # type: ignore[no-any-return]
+
+
+def xadd_auto_id(c: Any, argv: list[bytes]) -> int:
+    """``XADD key * field value ...`` (argv as sent, well formed) for callers that need no reply text; the packed ID."""
+    return _xadd(c, argv, 3, None)  # type: ignore[no-any-return]
 
 
 @command("xtrim", -4, "write", 1, 1, 1, group="stream")
 def xtrim(c: Any, argv: list[bytes]) -> Any:
+    if len(argv) == 5 and argv[2] == b"MAXLEN" and argv[3] == b"~" and _fast_maxlen(argv[4]):
+        # fast path: XTRIM key MAXLEN ~ <n> (BullMQ's trimEvents)
+        return xtrim_approx(c, argv[1], int(argv[4]))
     a = _parse_add_trim(c, argv, False)
     s = c.db.lookup_type(argv[1], Stream)
     if s is None:

@@ -121,6 +121,14 @@ def set_(c: Any, argv: list[bytes]) -> Any:
     if len(argv) == 3:
         c.db.set(key, value)
         return OK
+    if len(argv) == 5 and (argv[3] == b"PX" or argv[3] == b"px"):
+        # fast path: SET key value PX ms (lock keys)
+        when = _expire_at(b"px", argv[4], "set")
+        db = c.db
+        db.lookup(key)  # as the general path: may expire the old value
+        db.set(key, value)
+        db.set_expire(key, when)
+        return OK
     flags, expire = _parse_set_flags(argv, True)
     when = _expire_at(expire[0], expire[1], "set") if expire is not None else -1
     db = c.db

@@ -50,6 +50,8 @@ def _erange(b: bytes, v: float) -> bool:
 
 def parse_score(b: bytes, err: RedisError = NOT_FLOAT) -> float:
     """Redis's getDoubleFromObject: strict, no NaN, no overflow/underflow."""
+    if b.isdigit() and len(b) < 300:
+        return float(b)  # plain ASCII digits: always finite, never a 0 from underflow
     try:
         v = parse_float(b, err)
     except OverflowError:
@@ -212,9 +214,33 @@ def _store(db: Any, dst: bytes, entries: list[Entry]) -> int:
 
 
 # ---- ZADD / ZINCRBY -------------------------------------------------------
+def _zadd1(c: Any, key: bytes, score: bytes, m: bytes) -> int:
+    """ZADD key score member, no options (the common case; same effects as the general path)."""
+    s = parse_score(score)
+    db = c.db
+    z = _zget(db, key)
+    if z is None:
+        z = ZSet()
+        z.add(m, s)
+        db.add(key, z)
+        return 1
+    cur = z.score(m)
+    if cur is None:
+        z.add(m, s)
+        db.modified(key)
+        return 1
+    if s != cur:
+        z.add(m, s)
+        db.modified(key)
+    return 0
+
+
 def _zadd(c: Any, argv: list[bytes], incr: bool) -> Any:
-    nx = xx = gt = lt = ch = False
     n = len(argv)
+    if n == 4 and not incr and argv[2][:1].isdigit():
+        # a score starting with a digit is no option keyword
+        return _zadd1(c, argv[1], argv[2], argv[3])
+    nx = xx = gt = lt = ch = False
     i = 2
     while i < n:
         o = argv[i]

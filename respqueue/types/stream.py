@@ -82,13 +82,13 @@ def _isz(v: int) -> int:
 def _ssz(b: bytes) -> int:
     """Bytes a listpack element appended from string ``b`` takes."""
     n = len(b)
-    if n <= 20:
+    if n <= 20 and n and (b[0] == 45 or b.isdigit()):
         v = _lp_int(b)
         if v is not None:
             return _isz(v)
     if n < 64:
-        enc = n + 1
-    elif n < 4096:
+        return n + 2  # encoding header 1 + n (<= 64), backlen 1
+    if n < 4096:
         enc = n + 2
     else:
         enc = n + 5
@@ -101,6 +101,27 @@ def _ssz(b: bytes) -> int:
     if enc < 268435455:
         return enc + 4
     return enc + 5
+
+
+def _ssz_sum(xs: list[bytes]) -> int:
+    """``sum(map(_ssz, xs))``, with short strings and small canonical integers (the usual cases) inline."""
+    t = 0
+    for b in xs:
+        n = len(b)
+        if n > 18:
+            t += _ssz(b)
+        elif b.isdigit():
+            if n > 1 and b[0] == 48:
+                t += n + 2  # leading zero: stored as a string
+            else:
+                v = int(b)  # < 10**18: an int64
+                t += 2 if v < 128 else 3 if v < 4096 else 4 if v < 32768 else 5 if v < 8388608 \
+                    else 6 if v < 2147483648 else 10
+        elif b[:1] == b"-":
+            t += _ssz(b)
+        else:
+            t += n + 2
+    return t
 
 
 def _signed64(v: int) -> int:
@@ -265,23 +286,18 @@ class Stream:
     def append(self, id_: int, fv: list[bytes], max_entries: int = 100, max_bytes: int = 4096) -> None:
         """Append entry ``id_`` (greater than every ID so far) with flat field/value list ``fv``."""
         n = len(fv) >> 1
-        fields = fv[0::2]
         nodes = self._nodes
         node = nodes[-1] if nodes else None
         if node is not None:
             if max_bytes <= 0 or max_bytes > LP_MAX_SIZE:
                 max_bytes = LP_MAX_SIZE
-            totelelen = 0
-            for x in fv:
-                totelelen += len(x)
-            if node.lp_bytes() + totelelen >= max_bytes:
+            if max_entries and node.count + node.deleted >= max_entries:
                 node = None
-            elif max_entries and node.count + node.deleted >= max_entries:
+            elif node.nbytes + _isz(node.count) + _isz(node.deleted) + sum(map(len, fv)) >= max_bytes:
                 node = None
+        fields = fv[0::2]
         if node is None:
-            nb = 7 + _isz(n) + 2  # header + end, num-fields, master terminator
-            for f in fields:
-                nb += _ssz(f)
+            nb = 7 + _isz(n) + 2 + _ssz_sum(fields)  # header + end, num-fields, master terminator
             node = _Node(fields, 0, 0, nb, id_)
             nodes.append(node)
             self._nkeys.append(id_)
@@ -290,18 +306,14 @@ class Stream:
         else:
             master = self._nkeys[-1]
             same = fields == node.fields
-        eb = 2  # flags
-        eb += _isz(_signed64((id_ >> 64) - (master >> 64)))
-        eb += _isz(_signed64((id_ & MASK64) - (master & MASK64)))
+        d = (id_ >> 64) - (master >> 64)
+        eb = 4 if 0 <= d <= 127 else 2 + _isz(_signed64(d))  # flags + ms delta
+        d = (id_ & MASK64) - (master & MASK64)
+        eb += 2 if 0 <= d <= 127 else _isz(_signed64(d))  # seq delta
         if same:
-            for v in fv[1::2]:
-                eb += _ssz(v)
-            eb += _isz(n + 3)
+            eb += _ssz_sum(fv[1::2]) + _isz(n + 3)
         else:
-            eb += _isz(n)
-            for x in fv:
-                eb += _ssz(x)
-            eb += _isz(2 * n + 4)
+            eb += _isz(n) + _ssz_sum(fv) + _isz(2 * n + 4)
         node.count += 1
         node.nbytes += eb
         node.last = id_
