@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Iterable, Iterator
+from itertools import islice
 
 import msgpack
 
@@ -113,14 +114,10 @@ class Hash:
         if self._ix is None:
             it = iter(argv[start:])
             d.update(zip(it, it, strict=True))
-            if not self.ht:
-                if len(d) > MAX_LISTPACK_ENTRIES:
-                    self.ht = True
-                else:
-                    for i in range(start, len(argv)):
-                        if len(argv[i]) > MAX_LISTPACK_VALUE:
-                            self.ht = True
-                            break
+            if not self.ht and (
+                len(d) > MAX_LISTPACK_ENTRIES or max(map(len, islice(argv, start, None)), default=0) > MAX_LISTPACK_VALUE
+            ):
+                self.ht = True
             return len(d) - n0
         added = 0
         jlog = self._jlog
