@@ -354,18 +354,20 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     call(HMSET, hm)
     call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
     call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
-    h = call(HGETALL, [b"HGETALL", job_key])
-    flat: list[Any] = []
-    for k, v in h.items():
-        flat.append(k)
-        flat.append(v)
-    return [flat, job_id, 0, 0]
+    return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
+
+
+def _active_reply(h: dict[bytes, bytes], job_id: bytes) -> list[Any]:
+    """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay."""
+    return [list(chain.from_iterable(h.items())), job_id, 0, 0]
 
 
 # ---- moveToFinished ---------------------------------------------------------------
 LREM = cmd("lrem")
 SCARD = cmd("scard")
 ZCARD = cmd("zcard")
+# a job with children still pending cannot finish: (key suffix, command, moveToFinished's code)
+_PENDING_CHILDREN = ((b":dependencies", SCARD, -4), (b":unsuccessful", ZCARD, -9))
 GET = cmd("get")
 SREM = cmd("srem")
 XTRIM = cmd("xtrim")
@@ -475,16 +477,11 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
         call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
-        h = call(HGETALL, [b"HGETALL", job_key])
-        flat: list[Any] = []
-        for k, v in h.items():
-            flat.append(k)
-            flat.append(v)
-        return [flat, job_id, 0, 0]
+        return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
     if ctx.monitors:
         ctx.feed([b"HGETALL", job_key])
     HGETALL.calls += 1
-    return [list(chain.from_iterable(h.items())), job_id, 0, 0]
+    return _active_reply(h, job_id)
 
 
 _JOB_SUFFIXES = (b":lock", b":dependencies", b":unsuccessful", b":logs", b":processed", b":failed")
@@ -580,18 +577,13 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         return -1
     if not failed:
         # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case)
-        k = job_key + b":dependencies"
-        if monitors or db.lookup(k) is not None:
-            if call(SCARD, [b"SCARD", k]) != 0:
-                return -4
-        else:
-            SCARD.calls += 1
-        k = job_key + b":unsuccessful"
-        if monitors or db.lookup(k) is not None:
-            if call(ZCARD, [b"ZCARD", k]) != 0:
-                return -9
-        else:
-            ZCARD.calls += 1
+        for suffix, cmd_, code in _PENDING_CHILDREN:
+            k = job_key + suffix
+            if monitors or db.lookup(k) is not None:
+                if call(cmd_, [cmd_.name.upper().encode(), k]) != 0:
+                    return code
+            else:
+                cmd_.calls += 1
     remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
     fetch_next = fetch == b"1"
     # ---- everything that could fail or branch after the first write

@@ -21,7 +21,7 @@ from typing import Any
 from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
-from .writer import WRITER_LOCK, read_frame
+from .writer import WRITER_LOCK, read_frame, run_batch
 from .writer import frame as writer_frame
 
 writer_script = _writer.__file__
@@ -260,38 +260,11 @@ class Store:
                 return
             batch_id, ops = job
             t0 = time.perf_counter()
-            err: BaseException | None = None
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                ex = conn.execute
-                exm = conn.executemany
-                i, n = 0, len(ops)
-                while i < n:
-                    sql, params, many = ops[i]
-                    if many:
-                        exm(sql, params)
-                        i += 1
-                        continue
-                    # a run of single-row ops of one statement (e.g. the keys
-                    # rows of many SETs) goes to sqlite in one executemany
-                    j = i + 1
-                    while j < n and not ops[j][2] and ops[j][0] == sql:
-                        j += 1
-                    if j - i > 1:
-                        exm(sql, [ops[k][1] for k in range(i, j)])
-                    else:
-                        ex(sql, params)
-                    i = j
-                conn.execute("COMMIT")
-            except BaseException as e:  # noqa: BLE001 - reported to the loop
-                err = e
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
+            err = run_batch(conn, ops)
             ms = (time.perf_counter() - t0) * 1000
             self.last_commit_ms = ms
-            self._done(batch_id, err, ms)
+            assert self._done is not None
+            self._done(batch_id, None if err is None else StoreWriteError(err), ms)
 
     # ---- backups (for the backup tooling) ----------------------------------
     def backup(self, dest_path: str) -> None:
