@@ -335,7 +335,16 @@ def test_check_and_repair_readable_store(node: Node) -> None:
     assert node.r.get("a") == b"1" and node.r.hget("h", "f") == b"v"
 
 
-def test_store_locked_gives_misconf_then_recovers(node: Node) -> None:
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_store_locked_gives_misconf_then_recovers(writer: str) -> None:
+    node = Node("--writer", writer)
+    try:
+        _store_locked_gives_misconf_then_recovers(node)
+    finally:
+        node.stop()
+
+
+def _store_locked_gives_misconf_then_recovers(node: Node) -> None:
     r = node.r
     r.set("before", "1")
     path = os.path.join(node.datadir, "respqueue.db")
