@@ -184,9 +184,15 @@ class Store:
             self._restart_writer()
             child = self._child
         assert child is not None and child.stdin is not None
+        try:
+            data = writer_frame([batch_id, ops])
+        except Exception as e:  # noqa: BLE001 - a value msgpack cannot carry: the batch fails, visibly
+            assert self._done is not None
+            self._done(batch_id, StoreWriteError(f"cannot hand the batch to the writer ({e})"), 0.0)
+            return
         self._inflight = batch_id
         try:
-            child.stdin.write(writer_frame([batch_id, ops]))
+            child.stdin.write(data)
             child.stdin.flush()
         except (OSError, ValueError) as e:
             self._inflight = None

@@ -7,7 +7,7 @@ interpreter, so commits run truly beside command processing.
 
 Started by :class:`respqueue.persistence.store.Store` as ``python writer.py DB_PATH SYNCHRONOUS``
 (run as a script, so it imports only the standard library and msgpack). It talks over its
-stdin/stdout in frames: a 4-byte little-endian length, then msgpack.
+stdin/stdout in frames: an 8-byte little-endian length, then msgpack.
 
 * in: ``[batch_id, [[sql, params, many], ...]]``: run in one ``BEGIN IMMEDIATE`` ... ``COMMIT``
   (``many``: ``params`` is a list of rows for executemany);
@@ -32,14 +32,14 @@ from typing import Any, BinaryIO
 
 import msgpack
 
-HEADER = struct.Struct("<I")
+HEADER = struct.Struct("<Q")
 WRITER_LOCK = "respqueue.writer.lock"
 
 
 def read_frame(f: BinaryIO) -> Any:
     """The next frame's object, or None at end of input."""
-    h = f.read(4)
-    if len(h) < 4:
+    h = f.read(HEADER.size)
+    if len(h) < HEADER.size:
         return None
     (n,) = HEADER.unpack(h)
     data = f.read(n)
