@@ -316,33 +316,16 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     call = ctx.call
     # getQueueMetadata
     paused, conc, _max, _duration = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
-    limit = _paused_or_maxed_attrs(paused, conc)
-    if limit is None:
-        paused_or_maxed = False
-    elif limit < 0:
-        paused_or_maxed = True
-    else:
-        paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+    paused_or_maxed = _paused_or_maxed(call, _paused_or_maxed_attrs(paused, conc), active_key)
     # promoteDelayedJobs: only when there is nothing to promote
     upto = format_number_arg((float(ts) + 1) * 0x1000 - 1)
     if call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", upto, b"LIMIT", b"0", b"1000"]):
         raise Bail("delayed jobs to promote")
     if paused_or_maxed:
         return [0, 0, 0, 0]
-    job_id = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])
+    job_id = _pop_next(call, wait_key, active_key, prio_key, pc_key)
     if job_id is None:
-        popped = call(ZPOPMIN, [b"ZPOPMIN", prio_key])
-        if popped:
-            job_id = popped[0]
-            call(LPUSH, [b"LPUSH", active_key, job_id])
-        else:
-            call(DEL, [b"DEL", pc_key])
-            r = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
-            if len(r) >= 2:
-                score = r[1]
-                score = float(score) if type(score) is not float else score
-                return [0, 0, 0, truncate(score / 0x1000)]
-            return [0, 0, 0, 0]
+        return _next_delay_reply(call, delayed_key) or [0, 0, 0, 0]
     # prepareJobForProcessing
     job_key = prefix + job_id
     if lock_ms is not None:
@@ -355,6 +338,37 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
     call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
     return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
+
+
+def _paused_or_maxed(call: Any, limit: int | None, active_key: bytes) -> bool:
+    """The queue is paused (limit < 0) or its active list is at the concurrency limit."""
+    if limit is None:
+        return False
+    return limit < 0 or call(LLEN, [b"LLEN", active_key]) >= limit
+
+
+def _pop_next(call: Any, wait_key: bytes, active_key: bytes, prio_key: bytes, pc_key: bytes) -> bytes | None:
+    """moveJobFromWaitToActive / from prioritized: the next job id, now in active (or None, and the
+    priority counter reset)."""
+    job_id = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])
+    if job_id is None:
+        popped = call(ZPOPMIN, [b"ZPOPMIN", prio_key])
+        if popped:
+            job_id = popped[0]
+            call(LPUSH, [b"LPUSH", active_key, job_id])
+        else:
+            call(DEL, [b"DEL", pc_key])
+    return job_id
+
+
+def _next_delay_reply(call: Any, delayed_key: bytes) -> list[Any] | None:
+    """No job to take: the reply that tells the worker when the next delayed job is due, if any."""
+    r = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+    if len(r) < 2:
+        return None
+    score = r[1]
+    score = float(score) if type(score) is not float else score
+    return [0, 0, 0, truncate(score / 0x1000)]
 
 
 def _active_reply(h: dict[bytes, bytes], job_id: bytes) -> list[Any]:
@@ -690,37 +704,20 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
             ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
         HMGET.calls += 1
         meta = db.lookup(meta_key)  # trimEvents may have created it
-        if meta is None:
-            limit = None
-        else:
-            limit = _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
-        if limit is None:
-            paused_or_maxed = False
-        elif limit < 0:
-            paused_or_maxed = True
-        else:
-            paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+        paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
         if monitors:
             ctx.feed([b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
         ZRANGEBYSCORE.calls += 1
         if paused_or_maxed:
             return [0, 0, 0, 0]
-        nid = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])
-        if nid is None:
-            popped = call(ZPOPMIN, [b"ZPOPMIN", prio_key])
-            if popped:
-                nid = popped[0]
-                call(LPUSH, [b"LPUSH", active_key, nid])
-            else:
-                call(DEL, [b"DEL", pc_key])
+        nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
         if nid is not None:
             return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker)
-        r = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
-        if len(r) >= 2:
-            score = r[1]
-            score = float(score) if type(score) is not float else score
-            return [0, 0, 0, truncate(score / 0x1000)]
+        delay = _next_delay_reply(call, delayed_key)
+        if delay is not None:
+            return delay
     if call(LLEN, [b"LLEN", wait_key]) == 0 and call(LLEN, [b"LLEN", active_key]) == 0 \
             and call(ZCARD, [b"ZCARD", prio_key]) == 0:
         call(XADD, [b"XADD", events_key, b"*", b"event", b"drained"])
