@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
-from .persistence.store import DB_FILE, LOCK_FILE, SCHEMA_VERSION, schema_version
+from .persistence.store import DB_FILE, LOCK_FILE, SCHEMA_VERSION, schema_version, try_lock
 
 META_SUFFIX = ".meta.json"
 BACKUP_RE = re.compile(r"^respqueue-\d{8}T\d{6}\.\d{3}Z\.db$")
@@ -342,14 +342,11 @@ def _fetch(src: str, tmp: str) -> tuple[str, dict[str, Any] | None]:
 def _take_lock(directory: str) -> int:
     """Hold ``<dir>/respqueue.lock`` for the restore; a running server holds it, so this fails."""
     lp = os.path.join(directory, LOCK_FILE)
-    fd = os.open(lp, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+    fd = try_lock(lp)
+    if fd is None:
         raise BackupError(
             f"a running respqueue server holds {lp}: stop the server that uses {directory} before restoring"
-        ) from None
+        )
     return fd
 
 

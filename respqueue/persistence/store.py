@@ -82,6 +82,18 @@ class StoreWriteError(Exception):
     """A batch did not commit; the message is SQLite's (or says the writer process is gone)."""
 
 
+def try_lock(path: str) -> int | None:
+    """An open descriptor of ``path`` (created if need be) holding its exclusive flock, or None when
+    another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def remedy(path: str) -> str:
     d = os.path.dirname(path) or "."
     return f"run `respqueue check --dir {d}` to diagnose and `respqueue repair --dir {d}` to recover what can be read"
@@ -111,14 +123,9 @@ class Store:
         """Take ``<dir>/respqueue.lock`` (flock); a second server on the dir fails here."""
         os.makedirs(self.dir, exist_ok=True)
         lp = os.path.join(self.dir, LOCK_FILE)
-        fd = os.open(lp, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise StoreLocked(
-                f"{lp} is locked: another respqueue server is using the data directory {self.dir}"
-            ) from None
+        fd = try_lock(lp)
+        if fd is None:
+            raise StoreLocked(f"{lp} is locked: another respqueue server is using the data directory {self.dir}")
         os.ftruncate(fd, 0)
         os.write(fd, b"%d\n" % os.getpid())
         self._lock_fd = fd
@@ -147,21 +154,13 @@ class Store:
         """Wait until no writer process of an earlier server holds the writer lock: a server killed
         with kill -9 takes its writer with it (see writer.py), but only a moment later, and the
         store must not change under the loader."""
-        fd = os.open(os.path.join(self.dir, WRITER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    return
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise StoreLocked(f"{self.path}: a writer process of an earlier server still holds "
-                                          f"{WRITER_LOCK}; stop it and start again") from None
-                    time.sleep(0.01)
-        finally:
-            os.close(fd)
+        deadline = time.monotonic() + timeout
+        while (fd := try_lock(os.path.join(self.dir, WRITER_LOCK))) is None:
+            if time.monotonic() > deadline:
+                raise StoreLocked(f"{self.path}: a writer process of an earlier server still holds "
+                                  f"{WRITER_LOCK}; stop it and start again")
+            time.sleep(0.01)
+        os.close(fd)  # closing the descriptor releases the lock
 
     def start_writer(self, done: Callable[[int, BaseException | None, float], None]) -> None:
         """Start the writer; ``done(batch_id, error, ms)`` is called (from another thread) after each batch."""
