@@ -42,26 +42,25 @@ def _native_run() -> Any:
     return _native
 
 
-@command("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
-def eval_(c: Any, argv: list[bytes]) -> Any:
+def _eval(c: Any, argv: list[bytes], by_sha: bool) -> Any:
+    """EVAL/EVALSHA: a native implementation of a known BullMQ script, else the Lua runtime."""
     rt = _rt(c)
     n = _native or _native_run()
     if n:
-        r = n[0](rt, c, argv, False)
+        r = n[0](rt, c, argv, by_sha)
         if r is not n[1]:
             return r
-    return rt.eval(c, argv, by_sha=False, ro=False)
+    return rt.eval(c, argv, by_sha=by_sha, ro=False)
+
+
+@command("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
+def eval_(c: Any, argv: list[bytes]) -> Any:
+    return _eval(c, argv, False)
 
 
 @command("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
 def evalsha(c: Any, argv: list[bytes]) -> Any:
-    rt = _rt(c)
-    n = _native or _native_run()
-    if n:
-        r = n[0](rt, c, argv, True)
-        if r is not n[1]:
-            return r
-    return rt.eval(c, argv, by_sha=True, ro=False)
+    return _eval(c, argv, True)
 
 
 @command("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
