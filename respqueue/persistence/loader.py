@@ -128,19 +128,14 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     # shared through a bounded cache: one bytes object per distinct name instead of one per row.
     names: dict[bytes, bytes] = {}
     share = names.setdefault
-    def _few(metas: dict[tuple[int, bytes], tuple[str, Any]], typ: str) -> bool:
-        n = 0
-        for m in metas.values():
-            if m[0] == typ:
-                n += 1
-                if n > _PER_KEY_MAX:
-                    return False
-        return True
+    def keys_of(typ: str) -> list[tuple[int, bytes]]:
+        """The keys still to load whose type is ``typ``."""
+        return [k for k, m in metas.items() if m[0] == typ]
 
     def groups(table: str, cols: str, typ: str, order: str = "") -> Iterator[tuple[tuple[int, bytes], Iterator[Any]]]:
         """(key, rows) for the keys of type ``typ``; rows are ``(db, key, *cols)`` tuples, or
         ``(0, 0, *cols)`` when read per key (a 1M-item list builds no key bytes per row)."""
-        keys = [k for k, m in metas.items() if m[0] == typ]
+        keys = keys_of(typ)
         if len(keys) <= _PER_KEY_MAX:
             for k in keys:
                 rows = conn.execute(f"SELECT 0, 0, {cols} FROM {table} WHERE db = ? AND key = ?{order}", k).fetchall()  # noqa: S608
@@ -172,7 +167,8 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
         if k in metas:
             entries = sorted(map(_ELEM2, rows))
             put(k, ZSet.from_sorted(entries), b"zset")
-    for k in [k for k, m in metas.items() if m[0] == "list"] if _few(metas, "list") else ():
+    lists = keys_of("list")
+    for k in lists if len(lists) <= _PER_KEY_MAX else ():
         # positions pushed at either end stay consecutive integers (BullMQ's wait and active
         # lists): then only the values are read, and the positions rebuilt from the first
         lo, hi, n = conn.execute(

@@ -21,7 +21,7 @@ from typing import Any
 from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
-from .writer import WRITER_LOCK, read_frame, run_batch
+from .writer import WRITER_LOCK, open_connection, read_frame, run_batch
 from .writer import frame as writer_frame
 
 writer_script = _writer.__file__
@@ -167,10 +167,9 @@ class Store:
         self._done = done
         if self.writer == "thread":
             self._thread = threading.Thread(target=self._run, name="respqueue-writer", daemon=True)
+            self._thread.start()
         else:
             self._spawn()
-            self._thread = threading.Thread(target=self._read_results, name="respqueue-writer-results", daemon=True)
-        self._thread.start()
 
     def submit(self, batch_id: int, ops: list[tuple[str, Any, bool]]) -> None:
         """Hand over a batch: ``(sql, params, many)`` statements run in one transaction."""
@@ -180,7 +179,10 @@ class Store:
         child = self._child
         if child is None or child.poll() is not None:
             # the writer process died (its error went to the batch it held): start another one
-            self._restart_writer()
+            old = self._thread
+            if old is not None:
+                old.join(5)  # its reader has reported the death and is ending
+            self._spawn()
             child = self._child
         assert child is not None and child.stdin is not None
         try:
@@ -200,16 +202,11 @@ class Store:
 
     # ---- the writer process ----------------------------------------------------
     def _spawn(self) -> None:
+        """Start a writer process and the thread that reads its results."""
         self._child = subprocess.Popen(
             [sys.executable, writer_script, self.path, self.synchronous],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
         )
-
-    def _restart_writer(self) -> None:
-        old = self._thread
-        if old is not None and old is not threading.current_thread():
-            old.join(5)
-        self._spawn()
         self._thread = threading.Thread(target=self._read_results, name="respqueue-writer-results", daemon=True)
         self._thread.start()
 
@@ -283,18 +280,6 @@ class Store:
                 dst.close()
         finally:
             src.close()
-
-
-def open_connection(path: str, synchronous: str = "FULL") -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0.5)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    # a 64 MiB page cache and memory-mapped reads keep B-tree updates off the
-    # disk as the store grows; WAL checkpoints stay automatic (every 1000 pages)
-    conn.execute("PRAGMA cache_size=-65536")
-    conn.execute("PRAGMA mmap_size=268435456")
-    conn.execute("PRAGMA temp_store=MEMORY")
-    return conn
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
