@@ -183,18 +183,6 @@ class Hash:
         return [self.ht, self.d]
 
     @classmethod
-    def from_state(cls, state: list[object]) -> Hash:
-        """The hash that :meth:`state` describes (takes ownership of its dict)."""
-        h = cls.__new__(cls)
-        h.ht = bool(state[0])
-        h.d = state[1]  # type: ignore[assignment]
-        h._ix = None
-        h._jlog = None
-        h._jkey = None
-        h._blob = None
-        return h
-
-    @classmethod
     def from_blob(cls, blob: bytes) -> Hash:
         """A hash whose packed :meth:`state` is ``blob``, unpacked when it is first used.
 
@@ -211,7 +199,7 @@ class Hash:
         # only reached while ``d``/``ht`` are unset: a hash made by from_blob, first use
         if name != "d" and name != "ht":
             raise AttributeError(name)
-        ht, d = msgpack.unpackb(object.__getattribute__(self, "_blob"), raw=True)
+        ht, d = msgpack.unpackb(self._blob, raw=True)
         self.d = d
         self.ht = bool(ht)
         self._blob = None
