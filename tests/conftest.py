@@ -6,13 +6,15 @@ compares the replies byte for byte (error texts included).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from .servers import RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
+from .servers import ROOT, RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
 
 
 @pytest.fixture(scope="session")
@@ -106,3 +108,16 @@ def diff3(rq_server: ServerProcess, redis_ref: ServerProcess) -> Iterator[Diff]:
     d = Diff(rq_server.port, redis_ref.port, resp3=True)
     yield d
     d.close()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] Spark session for the whole run (analytics and enqueue tests); the modules
+    that use it skip themselves when pyspark or Java is missing."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    from respqueue.analytics.job import build_session
+
+    s = build_session("local[2]", app="respqueue-tests")
+    yield s
+    s.stop()

@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from collections import Counter, defaultdict
 
 import pytest
 
 from respqueue.analytics import synthetic
-
-from .servers import ROOT
 
 N_JOBS = 700
 needs_spark = pytest.mark.skipif(
@@ -27,17 +23,6 @@ needs_spark = pytest.mark.skipif(
     reason="Spark needs pyspark, pyarrow and a Java runtime (pip install -e '.[spark]'; apt-get install default-jre-headless)",
 )
 pytestmark = needs_spark
-
-
-@pytest.fixture(scope="session")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
-    from respqueue.analytics.job import build_session
-
-    s = build_session("local[2]", app="respqueue-tests")
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
 import shutil
 import sqlite3
-import sys
 import time
 from collections import Counter
 from typing import Any
@@ -18,24 +16,13 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import ROOT, start_respqueue
+from .servers import start_respqueue
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("bullmq") is None
     or shutil.which("java") is None,
     reason="needs pyspark and a Java runtime (pip install -e '.[test,spark]') and the bullmq package",
 )
-
-
-@pytest.fixture(scope="session")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
-    from respqueue.analytics.job import build_session
-
-    s = build_session("local[2]", app="respqueue-tests")
-    yield s
-    s.stop()
 
 
 def conn(port: int) -> dict[str, Any]:
