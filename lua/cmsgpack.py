@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import struct as _st
+from collections.abc import Iterable
 from typing import Any
 
 import msgpack
@@ -33,6 +34,17 @@ class _Pairs(list):
 
 
 # ---- unpack -------------------------------------------------------------------
+def _plain(values: Iterable[Any]) -> bool:
+    """Every value is a scalar that _to_lua would return as it is (bytes, None, float, bool, int64)."""
+    for x in values:
+        tx = type(x)
+        if tx is not bytes and x is not None and tx is not float and tx is not bool and (
+            tx is not int or not _INT64_MIN <= x < _INT64_LIMIT
+        ):
+            return False
+    return True
+
+
 def _to_lua(v: Any, tf: Any) -> Any:
     t = type(v)
     if t is bytes or t is bool or t is float or v is None:
@@ -45,27 +57,13 @@ def _to_lua(v: Any, tf: Any) -> Any:
         return float(v)
     if t is list:
         # scalars go to table_from as they are (what _to_lua returns for them)
-        for x in v:
-            tx = type(x)
-            if tx is not bytes and x is not None and tx is not float and tx is not bool and (
-                tx is not int or not _INT64_MIN <= x < _INT64_LIMIT
-            ):
-                break
-        else:
+        if _plain(v):
             return tf(v)
         return tf([_to_lua(x, tf) for x in v])
     if t is dict:
         # the common shape (string keys, scalar values) goes to table_from as it is:
         # the same table, built in the same order, as the general case below
-        for k, x in v.items():
-            if type(k) is not bytes:
-                break
-            tx = type(x)
-            if tx is not bytes and x is not None and tx is not float and tx is not bool and (
-                tx is not int or not _INT64_MIN <= x < _INT64_LIMIT
-            ):
-                break
-        else:
+        if all(type(k) is bytes for k in v) and _plain(v.values()):
             return tf(v)
         return tf({_key(k, tf): _to_lua(x, tf) for k, x in v.items() if k is not None})
     if t is _Pairs:
