@@ -706,3 +706,20 @@ def test_lists_keep_positions_across_restarts(node: Node) -> None:
     before = snapshot(r)
     node.restart()
     assert snapshot(node.r) == before
+
+
+def test_list_with_a_fractional_position_in_a_consecutive_span(node: Node) -> None:
+    """Positions {0, 0.5, 2}: three of them over a span of three, but not consecutive integers.
+    The loader must keep them as stored; renumbering them 0, 1, 2 left the row at 0.5 behind, so
+    a later LSET of index 1 wrote a second row and the element came back after the next restart."""
+    r = node.r
+    r.rpush("l", "a", "b", "c")
+    r.linsert("l", "BEFORE", "b", "x")
+    r.lrem("l", 1, "b")
+    assert r.lrange("l", 0, -1) == [b"a", b"x", b"c"]
+    node.restart(signal.SIGKILL)
+    node.r.lset("l", 1, "y")
+    node.r.lpush("l", "h")
+    node.restart(signal.SIGKILL)
+    assert node.r.lrange("l", 0, -1) == [b"h", b"a", b"y", b"c"]
+

@@ -171,9 +171,12 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     for k in lists if len(lists) <= _PER_KEY_MAX else ():
         # positions pushed at either end stay consecutive integers (BullMQ's wait and active
         # lists): then only the values are read, and the positions rebuilt from the first
-        lo, hi, n = conn.execute(
-            "SELECT min(pos), max(pos), count(*) FROM list_items WHERE db = ? AND key = ?", k).fetchone()
-        if n and hi - lo + 1 == n and lo == int(lo):
+        # (n distinct positions spanning n - 1 are consecutive integers only when none is fractional:
+        # LINSERT places an element at a midpoint)
+        lo, hi, n, frac = conn.execute(
+            "SELECT min(pos), max(pos), count(*), count(pos != CAST(pos AS INTEGER) OR NULL)"
+            " FROM list_items WHERE db = ? AND key = ?", k).fetchone()
+        if n and not frac and hi - lo + 1 == n:
             lst = List(map(_FIRST, conn.execute(
                 "SELECT value FROM list_items WHERE db = ? AND key = ? ORDER BY pos", k)))
             lst.attach(k, lo)
