@@ -62,9 +62,10 @@ COMPACT_MAX_FIELDS = 128
 COMPACT_MAX_BYTES = 32768
 _pack = msgpack.Packer(use_bin_type=True).pack
 # stream entries below (ms, seq), both < 2**63 (bigger parts are stored negative, see s64)
-_STREAM_DEL_BELOW = (
-    "DELETE FROM stream_entries WHERE db=? AND key=? AND ((ms >= 0 AND ms < ?) OR (ms = ? AND seq >= 0 AND seq < ?))"
-)
+# entries below a stream's first live ID (ms, seq): two range deletes, each one b-tree range (one
+# statement with an OR of the two ranges scanned the whole stream: about 40x slower)
+_STREAM_DEL_BELOW_MS = "DELETE FROM stream_entries WHERE db=? AND key=? AND ms >= 0 AND ms < ?"
+_STREAM_DEL_BELOW_SEQ = "DELETE FROM stream_entries WHERE db=? AND key=? AND ms = ? AND seq >= 0 AND seq < ?"
 _TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
 
 MISCONF = (
@@ -455,7 +456,9 @@ class Journal:
             if below:
                 assert first is not None
                 fms, fseq = first >> 64, first & MASK64
-                ops.append((_STREAM_DEL_BELOW, (dbi, key, fms, fms, s64(fseq)), False))
+                ops.append((_STREAM_DEL_BELOW_MS, (dbi, key, fms), False))
+                if fseq:
+                    ops.append((_STREAM_DEL_BELOW_SEQ, (dbi, key, fms, fseq), False))
         if dels:
             ops.append((_DELETE[rt], dels, True))
         if ups:
