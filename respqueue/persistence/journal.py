@@ -353,6 +353,10 @@ class Journal:
         stored = self.stored
         ver = self.open_id
         append = ops.append
+        # the keys rows of the batch go last, as one executemany each (each key is in ``dirty``
+        # once, so their order among themselves does not matter)
+        kdel: list[tuple[int, bytes]] = []
+        kup: list[tuple[Any, ...]] = []
         for k in dirty:
             dbi, key = k
             db = dbs[dbi]
@@ -361,14 +365,14 @@ class Journal:
                 old = stored.pop(k, None)
                 if old is not None:
                     append((_ELEM_DEL_ALL[old], k, False))
-                append((_KEY_DEL, k, False))
+                kdel.append(k)
                 continue
             exp = db.expires.get(key) if db.expires else None
             if type(v) is bytes:
                 old = stored.pop(k, None)
                 if old is not None:
                     append((_ELEM_DEL_ALL[old], k, False))
-                append((_KEY_UPSERT, (dbi, key, "string", exp, ver, v), False))
+                kup.append((dbi, key, "string", exp, ver, v))
                 continue
             rt = v.rtype
             old = stored.get(k)
@@ -385,7 +389,7 @@ class Journal:
                         append((_ELEM_DEL_ALL[old], k, False))
                     v._jkey = k
                     v._jlog = None
-                    append((_KEY_UPSERT, (dbi, key, "hash", exp, ver, blob), False))
+                    kup.append((dbi, key, "hash", exp, ver, blob))
                     continue
             if v._jkey != k or old != rt or v._jlog is None:
                 if old is not None:
@@ -399,7 +403,11 @@ class Journal:
                     v._jlog = []
                     self._ops(ops, dbi, key, rt, dict(jlog), v)
             meta = stream_meta(v) if rt == b"stream" else None
-            append((_KEY_UPSERT, (dbi, key, _TYPE_NAME[rt], exp, ver, meta), False))
+            kup.append((dbi, key, _TYPE_NAME[rt], exp, ver, meta))
+        if kdel:
+            append((_KEY_DEL, kdel, True))
+        if kup:
+            append((_KEY_UPSERT, kup, True))
 
     def _full(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any, rt: bytes) -> None:
         if rt == b"hash":
