@@ -131,7 +131,7 @@ class Journal:
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self.store.start_writer(self._done_threadsafe)
+        self.store.start_writer(self._done, self.loop)
         if self.dirty:  # keys found expired at load: delete them from the file
             self._schedule()
 
@@ -247,11 +247,6 @@ class Journal:
         self.inflight = (bid, ops, self.changes)
         self.changes = 0
         self.store.submit(bid, ops)
-
-    def _done_threadsafe(self, bid: int, err: BaseException | None, ms: float) -> None:
-        loop = self.loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._done, bid, err, ms)
 
     def _done(self, bid: int, err: BaseException | None, ms: float) -> None:
         self.busy = False

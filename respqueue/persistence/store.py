@@ -7,6 +7,7 @@ a container is one row. See docs/STORAGE.md for the tables.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import queue
@@ -18,10 +19,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgpack
+
 from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
-from .writer import WRITER_LOCK, open_connection, read_frame, run_batch
+from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
 from .writer import frame as writer_frame
 
 writer_script = _writer.__file__
@@ -116,6 +119,8 @@ class Store:
         self._done: Callable[[int, BaseException | None, float], None] | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._inflight: int | None = None  # the batch the writer process holds
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._rbuf = bytearray()  # the writer process's output not yet read as whole frames
         self.last_commit_ms = 0.0
 
     # ---- open / close ----------------------------------------------------
@@ -162,9 +167,15 @@ class Store:
             time.sleep(0.01)
         os.close(fd)  # closing the descriptor releases the lock
 
-    def start_writer(self, done: Callable[[int, BaseException | None, float], None]) -> None:
-        """Start the writer; ``done(batch_id, error, ms)`` is called (from another thread) after each batch."""
+    def start_writer(self, done: Callable[[int, BaseException | None, float], None],
+                     loop: asyncio.AbstractEventLoop) -> None:
+        """Start the writer; ``done(batch_id, error, ms)`` is called on ``loop`` after each batch.
+
+        The writer process's results are read by the loop itself (a reader callback on the pipe),
+        so a finished commit is seen at the loop's next turn; a thread reading them would have to
+        win the interpreter lock from a busy loop first (up to the switch interval, 5 ms)."""
         self._done = done
+        self._loop = loop
         if self.writer == "thread":
             self._thread = threading.Thread(target=self._run, name="respqueue-writer", daemon=True)
             self._thread.start()
@@ -179,9 +190,8 @@ class Store:
         child = self._child
         if child is None or child.poll() is not None:
             # the writer process died (its error went to the batch it held): start another one
-            old = self._thread
-            if old is not None:
-                old.join(5)  # its reader has reported the death and is ending
+            if child is not None:
+                self._reap(child)
             self._spawn()
             child = self._child
         assert child is not None and child.stdin is not None
@@ -202,29 +212,59 @@ class Store:
 
     # ---- the writer process ----------------------------------------------------
     def _spawn(self) -> None:
-        """Start a writer process and the thread that reads its results."""
-        self._child = subprocess.Popen(
+        """Start a writer process; the loop reads its results."""
+        child = self._child = subprocess.Popen(
             [sys.executable, writer_script, self.path, self.synchronous],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
         )
-        self._thread = threading.Thread(target=self._read_results, name="respqueue-writer-results", daemon=True)
-        self._thread.start()
+        assert child.stdout is not None and self._loop is not None
+        fd = child.stdout.fileno()
+        os.set_blocking(fd, False)
+        self._rbuf = bytearray()
+        self._loop.add_reader(fd, self._on_results, child)
 
-    def _read_results(self) -> None:
-        child = self._child
-        assert child is not None and child.stdout is not None and self._done is not None
-        while True:
-            res = read_frame(child.stdout)
-            if res is None:
+    def _on_results(self, child: subprocess.Popen[bytes]) -> None:
+        """The writer's pipe is readable: report the batches it finished (or its death)."""
+        assert child.stdout is not None and self._done is not None
+        try:
+            data = os.read(child.stdout.fileno(), 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._reap(child)
+            return
+        buf = self._rbuf
+        buf += data
+        hs = HEADER.size
+        while len(buf) >= hs:
+            (n,) = HEADER.unpack_from(buf)
+            if len(buf) < hs + n:
                 break
-            bid, err, ms = res
+            bid, err, ms = msgpack.unpackb(bytes(buf[hs:hs + n]), raw=False)
+            del buf[:hs + n]
             self._inflight = None
             self.last_commit_ms = ms
             self._done(bid, None if err is None else StoreWriteError(err), ms)
-        code = child.wait()
+
+    def _reap(self, child: subprocess.Popen[bytes]) -> None:
+        """The writer process ``child`` is gone (its pipe closed): stop reading it, and fail the
+        batch it held (it did not commit, or nobody can know that it did)."""
+        if child.stdout is None or child.stdout.closed:
+            return
+        assert self._loop is not None
+        self._loop.remove_reader(child.stdout.fileno())
+        child.stdout.close()
+        try:
+            code = child.wait(5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            code = child.wait()
         bid = self._inflight
-        if bid is not None:  # it died holding a batch: that batch did not commit (or is unknown)
+        if bid is not None and child is self._child:
             self._inflight = None
+            assert self._done is not None
             self._done(bid, StoreWriteError(f"the writer process exited with status {code}"), 0.0)
 
     def close(self) -> None:
@@ -240,8 +280,8 @@ class Store:
                 child.wait(30)
             except (OSError, subprocess.TimeoutExpired):
                 child.kill()
-            if self._thread is not None:
-                self._thread.join(5)
+            self._inflight = None  # close flushed what it could; nothing is left to report
+            self._reap(child)
             self._child = None
         self._thread = None
         if self.conn is not None:
@@ -265,8 +305,10 @@ class Store:
             err = run_batch(conn, ops)
             ms = (time.perf_counter() - t0) * 1000
             self.last_commit_ms = ms
-            assert self._done is not None
-            self._done(batch_id, None if err is None else StoreWriteError(err), ms)
+            assert self._done is not None and self._loop is not None
+            loop = self._loop
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._done, batch_id, None if err is None else StoreWriteError(err), ms)
 
     # ---- backups (for the backup tooling) ----------------------------------
     def backup(self, dest_path: str) -> None:
