@@ -416,6 +416,7 @@ class ClientConnection(asyncio.Protocol, Client):
                 encode(r, out, self.resp == 3)
                 self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
                 out.clear()
+            server.journal.poll()
         elif r is not NO_REPLY:
             encode(r, out, self.resp == 3)
         if server.ready_keys:

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -723,3 +724,40 @@ def test_list_with_a_fractional_position_in_a_consecutive_span(node: Node) -> No
     node.restart(signal.SIGKILL)
     assert node.r.lrange("l", 0, -1) == [b"h", b"a", b"y", b"c"]
 
+
+
+def test_commits_taken_in_between_commands_keep_every_reply_in_order(node: Node) -> None:
+    """The loop takes in a finished commit between two commands of a long pipeline (not only at
+    its next turn): the replies released then must still come out in order, each after its own
+    write's commit, while other clients pipeline at the same time."""
+    errors: list[BaseException] = []
+
+    def client(n: int) -> None:
+        try:
+            r = redis.Redis(port=node.proc.port)
+            for rnd in range(15):
+                with r.pipeline(transaction=False) as p:
+                    for i in range(300):
+                        p.incr(f"c{n}").rpush(f"l{n}", f"{rnd}-{i}").get(f"c{n}").llen(f"l{n}")
+                    res = p.execute()
+                base = rnd * 300
+                assert res[0::4] == list(range(base + 1, base + 301))
+                assert res[1::4] == list(range(base + 1, base + 301))
+                assert res[2::4] == [str(x).encode() for x in range(base + 1, base + 301)]
+                assert res[3::4] == list(range(base + 1, base + 301))
+            r.close()
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[0]
+    commits = node.r.info("persistence")["commits"]
+    assert commits > 20, commits
+    before = snapshot(node.r)
+    node.restart(signal.SIGKILL)
+    assert snapshot(node.r) == before
+    assert node.r.llen("l3") == 4500

@@ -248,6 +248,11 @@ class Journal:
         self.changes = 0
         self.store.submit(bid, ops)
 
+    def poll(self) -> None:
+        """Between two commands: take in a commit the writer has finished (see Store.poll)."""
+        if self.busy:
+            self.store.poll()
+
     def _done(self, bid: int, err: BaseException | None, ms: float) -> None:
         self.busy = False
         inflight = self.inflight

@@ -248,6 +248,13 @@ class Store:
             self.last_commit_ms = ms
             self._done(bid, None if err is None else StoreWriteError(err), ms)
 
+    def poll(self) -> None:
+        """Report a batch the writer process has finished, if it has (called between commands, so a
+        busy loop releases the replies it committed without waiting for its next turn)."""
+        child = self._child
+        if self._inflight is not None and child is not None:
+            self._on_results(child)
+
     def _reap(self, child: subprocess.Popen[bytes]) -> None:
         """The writer process ``child`` is gone (its pipe closed): stop reading it, and fail the
         batch it held (it did not commit, or nobody can know that it did)."""
