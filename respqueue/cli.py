@@ -58,7 +58,7 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    help="buffered mode: commit after this many changes, default 1000" + env % "BUFFER_WRITES")
     s.add_argument("--writer", choices=("auto", "process", "thread"),
                    help="who writes the store: process (a child process with its own interpreter lock), thread,"
-                   " or auto (default: process when durable, thread when buffered)" + env % "WRITER")
+                   " or auto (default: process)" + env % "WRITER")
     s.add_argument("--backup-to", dest="backup_to",
                    help="scheduled backups to this directory or s3://bucket/prefix" + env % "BACKUP_TO")
     s.add_argument("--backup-interval", dest="backup_interval", type=int,

@@ -37,7 +37,7 @@ class Config:
     durability: str = "durable"  # durable, buffered or memory (see docs/STORAGE.md)
     buffer_ms: int = 10  # buffered mode: commit at least this often
     buffer_writes: int = 1000  # buffered mode: or after this many changes
-    writer: str = "auto"  # who writes the store: process, thread, or auto (durable: process, buffered: thread)
+    writer: str = "auto"  # who writes the store: process, thread, or auto (process)
     backup_to: str | None = None  # scheduled backups: a directory or s3://bucket/prefix (docs/BACKUPS.md)
     backup_interval: int = 3600  # seconds between scheduled backups
     backup_keep: int = 7  # scheduled backups kept; older ones are deleted

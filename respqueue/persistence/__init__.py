@@ -34,11 +34,12 @@ def open_persistence(server: Any) -> Journal | None:
         history_check(cfg)
     except ValueError as e:
         raise StoreError(str(e)) from None
-    # durable: replies wait for commits, so commits must run beside the loop (a process);
-    # buffered: nothing waits for them, and a thread costs the loop less (docs/STORAGE.md)
+    # a process: commits run beside the loop. A thread shares the interpreter lock with a busy
+    # loop and gets it back once per row: durable replies wait on it, and under load buffered
+    # commits fell to one every second or so, far outside the window (docs/STORAGE.md)
     writer = (cfg.writer or "auto").lower()
     if writer == "auto":
-        writer = "process" if mode == "durable" else "thread"
+        writer = "process"
     store = Store(cfg.dir, "FULL" if mode == "durable" else "NORMAL", writer)
     store.open()
     journal = Journal(server, store, mode, cfg.buffer_ms, cfg.buffer_writes)
