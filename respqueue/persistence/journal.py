@@ -61,7 +61,6 @@ _HASH = b"hash"
 COMPACT_MAX_FIELDS = 128
 COMPACT_MAX_BYTES = 32768
 _pack = msgpack.Packer(use_bin_type=True).pack
-# stream entries below (ms, seq), both < 2**63 (bigger parts are stored negative, see s64)
 # entries below a stream's first live ID (ms, seq): two range deletes, each one b-tree range (one
 # statement with an OR of the two ranges scanned the whole stream: about 40x slower)
 _STREAM_DEL_BELOW_MS = "DELETE FROM stream_entries WHERE db=? AND key=? AND ms >= 0 AND ms < ?"

@@ -1,4 +1,4 @@
-"""The SQLite store: schema, migrations, open/check/repair, and the writer thread.
+"""The SQLite store: schema, migrations, open/check/repair, and the writer (process or thread).
 
 One file, ``<dir>/respqueue.db``, in WAL mode. Every table is ``WITHOUT ROWID``
 and keyed by ``(db, key, ...)`` with BLOB keys, so a change to one element of
@@ -19,13 +19,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import msgpack
-
 from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
 from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
 from .writer import frame as writer_frame
+from .writer import unpack as unpack_frame
 
 writer_script = _writer.__file__
 # where the batches are written: "process" (the default: a child process, see writer.py) or
@@ -103,7 +102,7 @@ def remedy(path: str) -> str:
 
 
 class Store:
-    """An open store: a connection for reads at start-up and a writer thread."""
+    """An open store: a connection for reads at start-up and a writer (see writer.py)."""
 
     def __init__(self, directory: str, synchronous: str = "FULL", writer: str = "process") -> None:
         self.dir = directory
@@ -242,7 +241,7 @@ class Store:
             (n,) = HEADER.unpack_from(buf)
             if len(buf) < hs + n:
                 break
-            bid, err, ms = msgpack.unpackb(bytes(buf[hs:hs + n]), raw=False)
+            bid, err, ms = unpack_frame(bytes(buf[hs:hs + n]))
             del buf[:hs + n]
             self._inflight = None
             self.last_commit_ms = ms

@@ -45,6 +45,11 @@ def read_frame(f: BinaryIO) -> Any:
     data = f.read(n)
     if len(data) < n:
         return None
+    return unpack(data)
+
+
+def unpack(data: bytes) -> Any:
+    """A frame's object from its payload (the bytes after the header)."""
     return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=False)
 
 
