@@ -169,6 +169,15 @@ def read_all(r: redis.Redis) -> Model:
     return out
 
 
+def send(r: redis.Redis, op: tuple[Any, ...]) -> None:
+    """Run one generated op (LSET on a missing list is an error that changes nothing)."""
+    try:
+        r.execute_command(*op)
+    except redis.ResponseError:
+        if op[0] != "LSET":
+            raise
+
+
 def run_round(node: Node, rng: random.Random, xid: list[int], duration: float) -> tuple[list[tuple[float, Any]], Any, float]:
     """Issue writes until the server is killed; returns (acked (time, op) list, in-flight op, kill time)."""
     killed_at = [0.0]
@@ -188,11 +197,7 @@ def run_round(node: Node, rng: random.Random, xid: list[int], duration: float) -
             op = gen_op(rng, xid)
             inflight = op
             try:
-                try:
-                    r.execute_command(*op)
-                except redis.ResponseError:
-                    if op[0] != "LSET":  # LSET on a missing list is an error that changes nothing
-                        raise
+                send(r, op)
             except (redis.ConnectionError, redis.TimeoutError, ConnectionError, OSError):
                 break
             acked.append((time.time(), op))
@@ -371,11 +376,7 @@ def test_random_writes_survive_restarts() -> None:
                 r = node.r
                 for _ in range(rng.randrange(1, 300)):
                     op = gen_op(rng, xid)
-                    try:
-                        r.execute_command(*op)
-                    except redis.ResponseError:
-                        if op[0] != "LSET":
-                            raise
+                    send(r, op)
                     apply(model, op)
                 node.restart(signal.SIGKILL if rnd % 2 else None)
                 assert read_all(node.r) == model, f"seed {1000 + seed}, round {rnd}"
