@@ -99,15 +99,19 @@ class Database:
     # ---- writes --------------------------------------------------------
     def set(self, key: bytes, value: Any, keepttl: bool = False) -> None:
         """Store ``value`` at ``key``, replacing what was there (and its TTL unless keepttl)."""
-        self.data[key] = value
+        data = self.data
+        created = key not in data
+        data[key] = value
         if not keepttl and self.expires and key in self.expires:
             del self.expires[key]
-        self.modified(key)
+        self.modified(key, created)
 
     def add(self, key: bytes, value: Any) -> None:
         """Store a new container at a key known to be absent."""
-        self.data[key] = value
-        self.modified(key)
+        data = self.data
+        created = key not in data
+        data[key] = value
+        self.modified(key, created)
 
     def delete(self, key: bytes) -> bool:
         if self.lookup(key) is None:
@@ -118,8 +122,9 @@ class Database:
         self.modified(key)
         return True
 
-    def modified(self, key: bytes) -> None:
-        """Signal that ``key`` changed: WATCH, blocked clients and persistence see it."""
+    def modified(self, key: bytes, created: bool = False) -> None:
+        """Signal that ``key`` changed: WATCH, blocked clients and persistence see it. ``created``: the
+        key was absent just before this change (the journal may then skip a batch's set-then-delete)."""
         s = self.server
         s.dirty += 1
         if self.watched:
@@ -130,7 +135,7 @@ class Database:
         if self.blocking and key in self.blocking:
             s.ready_keys[(self.index, key)] = None
         if s.journal is not None:
-            s.journal.key_changed(self, key)
+            s.journal.key_changed(self, key, created)
 
     def touch_all_watched(self) -> None:
         for clients in self.watched.values():

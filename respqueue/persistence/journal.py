@@ -101,8 +101,9 @@ class Journal:
         self.buffer_ms = buffer_ms
         self.buffer_writes = buffer_writes
         self.loop: asyncio.AbstractEventLoop | None = None
-        # (db, key) changed since the last hand-over
-        self.dirty: dict[tuple[int, bytes], None] = {}
+        # (db, key) changed since the last hand-over -> whether its first change in this batch
+        # created it (the store then has no row of it: a key gone again by the batch's end is skipped)
+        self.dirty: dict[tuple[int, bytes], bool | None] = {}
         self.pending: list[tuple[str, Any, bool]] = []  # row ops already materialised (flush, swap)
         self.changes = 0  # changes noted in the open batch
         # (db, key) -> type of the container rows the store holds for it
@@ -135,8 +136,8 @@ class Journal:
             self._schedule()
 
     # ---- hooks called by the keyspace -------------------------------------
-    def key_changed(self, db: Database, key: bytes) -> None:
-        self.dirty[(db.index, key)] = None
+    def key_changed(self, db: Database, key: bytes, created: bool = False) -> None:
+        self.dirty.setdefault((db.index, key), created)
         self.changes += 1
         if not self.scheduled:
             self._schedule()
@@ -356,7 +357,7 @@ class Journal:
         # once, so their order among themselves does not matter)
         kdel: list[tuple[int, bytes]] = []
         kup: list[tuple[Any, ...]] = []
-        for k in dirty:
+        for k, born in dirty.items():
             dbi, key = k
             db = dbs[dbi]
             v = db.data.get(key)
@@ -364,6 +365,8 @@ class Journal:
                 old = stored.pop(k, None)
                 if old is not None:
                     append((_ELEM_DEL_ALL[old], k, False))
+                elif born:
+                    continue  # created and deleted within the batch (a BullMQ job lock): no row to delete
                 kdel.append(k)
                 continue
             exp = db.expires.get(key) if db.expires else None
@@ -400,7 +403,7 @@ class Journal:
                 jlog = v._jlog
                 if jlog:
                     v._jlog = []
-                    self._ops(ops, dbi, key, rt, dict(jlog), v)
+                    self._ops(ops, dbi, key, rt, dict(jlog), v, jlog)
             meta = stream_meta(v) if rt == b"stream" else None
             kup.append((dbi, key, _TYPE_NAME[rt], exp, ver, meta))
         if kdel:
@@ -430,10 +433,25 @@ class Journal:
             ops.append((_UPSERT[rt], rows, True))
 
     def _ops(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, rt: bytes, changes: dict[Any, Any],
-             v: Any = None) -> None:
+             v: Any = None, jlog: list[Any] | None = None) -> None:
+        """Rows for a container's element changes: ``changes`` is element -> last value (None: deleted),
+        ``jlog`` the batch's change log it was made from."""
         ups: list[Any] = []
         dels: list[Any] = []
-        if rt == b"hash" or rt == b"list" or rt == b"zset":
+        if rt == b"list":
+            # a position whose first change in the batch put a value there was not in the store
+            # (a push makes a new position; LSET logs a delete first): if it is gone again by
+            # the batch's end there is no row to delete (a BullMQ job's pass through active)
+            first: dict[Any, Any] | None = None
+            for e, x in changes.items():
+                if x is None:
+                    if first is None:
+                        first = dict(reversed(jlog)) if jlog else {}
+                    if first.get(e) is None:
+                        dels.append((dbi, key, e))
+                else:
+                    ups.append((dbi, key, e, x))
+        elif rt == b"hash" or rt == b"zset":
             for e, x in changes.items():
                 if x is None:
                     dels.append((dbi, key, e))

@@ -31,6 +31,8 @@ writer_script = _writer.__file__
 # "thread" (a thread of the server; it shares the interpreter lock with the event loop)
 WRITERS = ("process", "thread")
 
+PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
+
 SCHEMA_VERSION = 3
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
@@ -216,7 +218,13 @@ class Store:
             [sys.executable, writer_script, self.path, self.synchronous],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
         )
-        assert child.stdout is not None and self._loop is not None
+        assert child.stdin is not None and child.stdout is not None and self._loop is not None
+        try:
+            # a batch is often 100-200 KiB: with the default 64 KiB pipe the loop's write would
+            # wait until the writer process has been scheduled to read the rest
+            fcntl.fcntl(child.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except (OSError, AttributeError):
+            pass  # not Linux, or above /proc/sys/fs/pipe-max-size: the default pipe still works
         fd = child.stdout.fileno()
         os.set_blocking(fd, False)
         self._rbuf = bytearray()

@@ -159,7 +159,11 @@ class List:
         self._d[index] = value
         if self._jlog is not None:
             assert self._p is not None
-            self._jlog.append((self._p[index], value))
+            pos = self._p[index]
+            # logged as a delete and an insert: the journal takes a position whose first logged
+            # change is an insert for one the store does not hold yet (see Journal._ops)
+            self._jlog.append((pos, None))
+            self._jlog.append((pos, value))
 
     def range(self, start: int, stop: int) -> list[bytes]:
         """Elements ``start..stop`` inclusive, ``0 <= start <= stop < len``."""
