@@ -243,6 +243,8 @@ def _apply(server: Any, name: str, value: Any) -> None:
     attr = PARAMS[name][0]
     if attr is None:
         config_extra(server)[name] = str(value)
+        if name.startswith("stream-node-"):
+            server.stream_node_limits = None  # XADD parses them again (commands/streams.py)
         return
     cfg = server.config
     if name == "requirepass":

@@ -136,11 +136,18 @@ def _config_int(extra: dict[str, str], name: str, default: int) -> int:
 
 
 def _node_limits(c: Any) -> tuple[int, int]:
-    """stream-node-max-entries and stream-node-max-bytes, as CONFIG SET left them."""
-    extra = getattr(c.server, "config_extra", None)
-    if not extra:
-        return 100, 4096
-    return _config_int(extra, "stream-node-max-entries", 100), _config_int(extra, "stream-node-max-bytes", 4096)
+    """stream-node-max-entries and stream-node-max-bytes, as CONFIG SET left them (parsed once:
+    CONFIG SET of either drops ``server.stream_node_limits``)."""
+    server = c.server
+    lim = getattr(server, "stream_node_limits", None)
+    if lim is None:
+        extra = getattr(server, "config_extra", None)
+        if not extra:
+            lim = (100, 4096)
+        else:
+            lim = (_config_int(extra, "stream-node-max-entries", 100), _config_int(extra, "stream-node-max-bytes", 4096))
+        server.stream_node_limits = lim
+    return lim  # type: ignore[no-any-return]
 
 
 class _TrimArgs:

@@ -108,6 +108,24 @@ class Hash:
         """Set ``argv[start:]`` as field/value pairs; returns how many fields were new."""
         d = self.d
         n0 = len(d)
+        n = len(argv)
+        if n - start <= 16 and self._ix is None:
+            # a few pairs (a BullMQ job's HSET/HMSET): a plain loop is about 3x faster than the
+            # zip/map/islice form below, whose set-up dominates at this size
+            jlog = self._jlog
+            ht = self.ht
+            for i in range(start, n, 2):
+                f = argv[i]
+                v = argv[i + 1]
+                d[f] = v
+                if jlog is not None:
+                    jlog.append((f, v))
+                if not ht and (len(f) > MAX_LISTPACK_VALUE or len(v) > MAX_LISTPACK_VALUE):
+                    ht = True
+            if not ht and len(d) > MAX_LISTPACK_ENTRIES:
+                ht = True
+            self.ht = ht
+            return len(d) - n0
         if self._jlog is not None:
             it = iter(argv[start:])
             self._jlog.extend(zip(it, it, strict=True))
