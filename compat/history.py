@@ -45,7 +45,8 @@ import sqlite3
 import time
 from typing import Any
 
-from compat.history_schema import HISTORY_DDL
+from compat.history_schema import EVENTS, HISTORY_DDL
+from respqueue.types.hash import Hash
 
 log = logging.getLogger("respqueue")
 
@@ -96,6 +97,9 @@ def parse_switch(v: str | bool | None) -> bool:
 def history_statements() -> list[str]:
     """The DDL of the history tables as single statements (for the store's migration)."""
     return [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
+
+
+_KINDS = {e.encode(): e for e in EVENTS}  # event name -> its str (no decode per event)
 
 
 def _s(b: bytes | None) -> str | None:
@@ -219,17 +223,17 @@ class HistoryCapture:
         jkey = jbase + jid
         ck = (db.index, jkey)
         h = db.data.get(jkey)
-        if h is not None and getattr(h, "rtype", None) != b"hash":
+        if h is not None and type(h) is not Hash and getattr(h, "rtype", None) != b"hash":
             h = None
         if self._unresolved:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][7] = _s(u[1].get(b"pb"))
-        j = self._get(ck)
+        j = self._cur.get(ck) or self._old.get(ck)
         src = h if h is not None else (j.h if j is not None else None)
         name = _s(src.get(b"name")) if src is not None else None
         attempt = worker = reason = rv_size = delay = None
-        kind = ev.decode("utf-8", "replace")
+        kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
         append = self.journal.append_row
         if ev == b"added":
             if name is None:
@@ -301,7 +305,7 @@ class HistoryCapture:
     def _final(self, prefix: str, queue: str, jid: bytes, state: str, ms: int, src: Any, live: bool,
                rv: bytes | None, fr: bytes | None) -> None:
         if src is not None:
-            g = src.get
+            g = src.d.get if type(src) is Hash else src.get
             processed = _i(g(b"processedOn"))
             finished = _i(g(b"finishedOn")) if live else None
             if finished is None:
