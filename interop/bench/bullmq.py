@@ -41,6 +41,7 @@ class Totals:
     jobs: int = 0
     seconds: float = 0.0
     cpu: float = 0.0
+    child_cpu: float = 0.0  # of ``cpu``: the server's child processes (respqueue's writer)
     samples: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -51,6 +52,10 @@ class Totals:
     @property
     def cpu_per_1000(self) -> float:
         return self.cpu / self.jobs * 1000 if self.jobs else 0.0
+
+    @property
+    def child_cpu_per_1000(self) -> float:
+        return self.child_cpu / self.jobs * 1000 if self.jobs else 0.0
 
 
 def flushall(port: int) -> None:
@@ -64,25 +69,25 @@ def flushall(port: int) -> None:
             buf += chunk
 
 
-def run_driver(srv: Proc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float]:
-    """Run the Node driver once against ``srv``; return its result and the server CPU seconds
-    spent between its MARK start and MARK end."""
+def run_driver(srv: Proc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float, float]:
+    """Run the Node driver once against ``srv``; return its result, the server CPU seconds spent
+    between its MARK start and MARK end, and how many of them its child processes spent."""
     flushall(srv.port)
     p = subprocess.Popen(["node", DRIVER, str(srv.port), workload, *params, "--sync"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     killer = threading.Timer(timeout, p.kill)
     killer.start()
-    cpu0 = cpu1 = 0.0
+    cpu0 = cpu1 = (0.0, 0.0)
     result: dict = {"error": "driver printed no RESULT"}
     try:
         assert p.stdout is not None and p.stdin is not None
         for line in p.stdout:
             if line.startswith("MARK start"):
-                cpu0 = srv.cpu_seconds()
+                cpu0 = srv.cpu_split()
                 p.stdin.write("go\n")
                 p.stdin.flush()
             elif line.startswith("MARK end"):
-                cpu1 = srv.cpu_seconds()
+                cpu1 = srv.cpu_split()
                 p.stdin.write("go\n")
                 p.stdin.flush()
             elif line.startswith("RESULT "):
@@ -92,7 +97,8 @@ def run_driver(srv: Proc, workload: str, params: list[str], timeout: float = 180
         killer.cancel()
     if p.returncode and "error" not in result:
         result["error"] = f"driver exited with {p.returncode}"
-    return result, cpu1 - cpu0
+    child = cpu1[1] - cpu0[1]
+    return result, cpu1[0] - cpu0[0] + child, child
 
 
 def percentile(xs: list[float], p: float) -> float:
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             params = params_for(w, jobs, a.quick, a.rate)
             for r in range(rounds):
                 for srv in (rd, rq):
-                    res, cpu = run_driver(srv, w, params)
+                    res, cpu, _ = run_driver(srv, w, params)
                     t = tot[srv.name]
                     if "error" in res or not res.get("ok", False):
                         t.errors.append(str(res.get("error") or {k: v for k, v in res.items() if k != "samples"}))

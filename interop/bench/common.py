@@ -47,17 +47,23 @@ class Proc:
 
     def cpu_seconds(self) -> float:
         """User+system CPU time the server has used so far, its live child processes included
-        (respqueue's writer process in durable mode)."""
+        (respqueue's writer process)."""
+        own, children = self.cpu_split()
+        return own + children
+
+    def cpu_split(self) -> tuple[float, float]:
+        """CPU seconds of the server process itself (respqueue: its event loop) and of its live
+        child processes (respqueue: the writer)."""
         ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for pid in [self.pid, *_children(self.pid)]:
+        out = [0, 0]
+        for i, pid in enumerate([self.pid, *_children(self.pid)]):
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     parts = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            total += int(parts[11]) + int(parts[12])
-        return total / ticks
+            out[min(i, 1)] += int(parts[11]) + int(parts[12])
+        return out[0] / ticks, out[1] / ticks
 
     def stop(self) -> None:
         if self.proc.poll() is None:

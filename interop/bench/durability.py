@@ -2,7 +2,7 @@
 
     python3 -m interop.bench.durability [--jobs N] [--rounds R] [--restart-jobs N]
                                         [--restart-rounds R] [--skip-bullmq] [--skip-restart]
-                                        [--micro] [--json FILE]
+                                        [--memory] [--micro] [--json FILE]
 
 1. BullMQ `add` (Queue.add, 50 in flight) and `process` (a Worker at concurrency 50 on a
    pre-filled queue), driven by interop/bench/bullmq_bench.js, against four servers running side
@@ -20,6 +20,9 @@
 3. Bytes per job: respqueue.db (+ -wal; a clean stop checkpoints it) / jobs, split into the
    keyspace tables and the job-history tables, vs the size of Redis's appendonlydir / jobs.
 
+--memory adds respqueue `memory` (nothing on disk) to the BullMQ part, with its ratio to Redis
+`everysec`: the gap between it and `buffered` is what persistence costs. The server CPU rows
+also give respqueue's writer process on its own.
 --micro adds the older redis-benchmark SET/INCR/LPUSH comparison (-c 50 -P 1).
 Prints Markdown tables (docs/BENCHMARKS.md keeps a copy).
 """
@@ -47,21 +50,25 @@ SERVERS: list[tuple[str, Callable[[], Proc]]] = [
     ("respqueue buffered", lambda: start_respqueue("--durability", "buffered")),
 ]
 PAIRS = [("respqueue durable", "redis always"), ("respqueue buffered", "redis everysec")]
+# --memory: respqueue with nothing on disk as a fifth server, to show what persistence costs
+MEMORY = ("respqueue memory", lambda: start_respqueue("--durability", "memory"))
+MEMORY_PAIR = ("respqueue memory", "redis everysec")
 WAIT_KEY = b"bull:bench_bulk:wait"
 
 
 # ---- 1. BullMQ add / process ------------------------------------------------------------------
-def bullmq_part(jobs: int, rounds: int, raw: list[dict]) -> dict[str, dict[str, Totals]]:
+def bullmq_part(jobs: int, rounds: int, raw: list[dict], servers: list[tuple[str, Callable[[], Proc]]]
+                ) -> dict[str, dict[str, Totals]]:
     procs: list[tuple[str, Proc]] = []
-    res: dict[str, dict[str, Totals]] = {w: {n: Totals() for n, _ in SERVERS} for w in ("add", "process")}
+    res: dict[str, dict[str, Totals]] = {w: {n: Totals() for n, _ in servers} for w in ("add", "process")}
     try:
-        for name, start in SERVERS:
+        for name, start in servers:
             procs.append((name, start()))
         for r in range(rounds):
             for w in ("add", "process"):
                 params = ["--jobs", str(jobs), "--inflight" if w == "add" else "--concurrency", "50"]
                 for name, srv in procs:
-                    out, cpu = run_driver(srv, w, params)
+                    out, cpu, child = run_driver(srv, w, params)
                     t = res[w][name]
                     if "error" in out or not out.get("ok", False):
                         t.errors.append(str(out.get("error") or out)[:300])
@@ -70,8 +77,9 @@ def bullmq_part(jobs: int, rounds: int, raw: list[dict]) -> dict[str, dict[str, 
                     t.jobs += out["jobs"]
                     t.seconds += out["ms"] / 1000
                     t.cpu += cpu
+                    t.child_cpu += child
                     raw.append({"part": "bullmq", "server": name, "workload": w, "round": r + 1, "cpu": cpu,
-                                "jobs_per_s": out["jobs_per_s"]})
+                                "writer_cpu": child, "jobs_per_s": out["jobs_per_s"]})
                     print(f"{w:8} {name:19} round {r + 1}: {out['jobs_per_s']:>8,.0f} jobs/s  cpu {cpu:6.2f} s",
                           flush=True)
     finally:
@@ -81,16 +89,24 @@ def bullmq_part(jobs: int, rounds: int, raw: list[dict]) -> dict[str, dict[str, 
 
 
 def print_bullmq(res: dict[str, dict[str, Totals]], jobs: int, rounds: int) -> None:
+    names = list(next(iter(res.values())))
+    pairs = PAIRS + ([MEMORY_PAIR] if MEMORY[0] in names else [])
+    blank = " |" * (len(pairs) + 1)
     print(f"\nBullMQ, {jobs:,} jobs per run, {rounds} round(s), servers alternating:")
-    print("| workload | " + " | ".join(n for n, _ in SERVERS) + " | durable/always | buffered/everysec |")
-    print("|---|" + "---|" * (len(SERVERS) + 2))
+    print("| workload | " + " | ".join(names) + " | " + " | ".join(f"{a.split()[-1]}/{b.split()[-1]}" for a, b in pairs)
+          + " |")
+    print("|---|" + "---|" * (len(names) + len(pairs)))
     for w, tot in res.items():
-        cells = [f"{tot[n].rate:,.0f}" for n, _ in SERVERS]
-        ratios = [f"{tot[a].rate / tot[b].rate:.2f}" if tot[a].rate and tot[b].rate else "n/a" for a, b in PAIRS]
+        cells = [f"{tot[n].rate:,.0f}" for n in names]
+        ratios = [f"{tot[a].rate / tot[b].rate:.2f}" if tot[a].rate and tot[b].rate else "n/a" for a, b in pairs]
         print(f"| {w} jobs/s | " + " | ".join(cells + ratios) + " |")
     for w, tot in res.items():
-        cells = [f"{tot[n].cpu_per_1000:.3f}" for n, _ in SERVERS]
-        print(f"| {w} server CPU s/1000 jobs | " + " | ".join(cells) + " | | |")
+        cells = [f"{tot[n].cpu_per_1000:.3f}" for n in names]
+        print(f"| {w} server CPU s/1000 jobs | " + " | ".join(cells) + blank)
+    for w, tot in res.items():
+        # respqueue's writer process (Redis has no child process while it serves)
+        cells = [f"{tot[n].child_cpu_per_1000:.3f}" if n.startswith("respqueue") else "" for n in names]
+        print(f"| {w} of it, writer process | " + " | ".join(cells) + blank)
 
 
 # ---- 2 + 3. restart with N jobs, bytes per job -------------------------------------------------
@@ -252,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-restart", action="store_true", help="only the BullMQ add/process part")
     ap.add_argument("--micro", action="store_true", help="also redis-benchmark SET/INCR/LPUSH")
     ap.add_argument("--requests", type=int, default=20_000, help="requests per redis-benchmark test (--micro)")
+    ap.add_argument("--memory", action="store_true",
+                    help="also run respqueue --durability memory (what persistence costs) in the BullMQ part")
     ap.add_argument("--json", default="", help="also write the raw results to this file")
     a = ap.parse_args(argv)
     raw: list[dict] = []
@@ -259,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     failed = False
     if not a.skip_bullmq:
-        res = bullmq_part(a.jobs, a.rounds, raw)
+        res = bullmq_part(a.jobs, a.rounds, raw, SERVERS + ([MEMORY] if a.memory else []))
         print_bullmq(res, a.jobs, a.rounds)
         failed |= any(t.errors for tot in res.values() for t in tot.values())
     if not a.skip_restart:
