@@ -31,6 +31,7 @@ from typing import Any
 
 from respqueue import keyspace
 from respqueue.commands.registry import Command, lookup
+from respqueue.dispatch import internal_error
 from respqueue.resp import RedisError
 
 log = logging.getLogger("respqueue.native")
@@ -239,7 +240,7 @@ class Ctx:
             cmd.failed_calls += 1
             r = e
         except Exception:
-            r = _internal_error(cmd)
+            r = internal_error(cmd)
         cmd.calls += 1
         if isinstance(r, RedisError):
             if self.wrote:
@@ -255,12 +256,6 @@ class Ctx:
         except Exception:
             pass
 
-
-def _internal_error(cmd: Command) -> RedisError:
-    """What respqueue.dispatch.call replies when a command procedure raises (it logs the traceback)."""
-    logging.getLogger("respqueue").exception("internal error running %s", cmd.fullname)
-    cmd.failed_calls += 1
-    return RedisError(f"ERR internal error while running '{cmd.fullname}'")
 
 
 def cmd(name: str) -> Command:

@@ -99,9 +99,7 @@ def process(client: Any, argv: list[bytes]) -> Any:
         r = e
         count_error(client.server, e)
     except Exception:
-        log.exception("internal error running %s", cmd.fullname)
-        cmd.failed_calls += 1
-        r = RedisError(f"ERR internal error while running '{cmd.fullname}'")
+        r = internal_error(cmd)
         count_error(client.server, r)
     us = (_now_ns() - t0) // 1000
     cmd.calls += 1
@@ -144,8 +142,14 @@ def call(client: Any, cmd: Command, argv: list[bytes]) -> Any:
         cmd.failed_calls += 1
         r = e
     except Exception:
-        log.exception("internal error running %s", cmd.fullname)
-        cmd.failed_calls += 1
-        r = RedisError(f"ERR internal error while running '{cmd.fullname}'")
+        r = internal_error(cmd)
     cmd.calls += 1
     return r
+
+
+def internal_error(cmd: Command) -> RedisError:
+    """The reply when ``cmd``'s procedure raised something other than a RedisError (call it in the
+    ``except`` block: it logs the traceback); counts the failed call."""
+    log.exception("internal error running %s", cmd.fullname)
+    cmd.failed_calls += 1
+    return RedisError(f"ERR internal error while running '{cmd.fullname}'")
