@@ -150,6 +150,13 @@ def _node_limits(c: Any) -> tuple[int, int]:
     return lim  # type: ignore[no-any-return]
 
 
+def _approx_limit(c: Any) -> int:
+    """The LIMIT a ``~`` trim without one gets: 100 * stream-node-max-entries (10,000 when that
+    is 0), at most 1,000,000 (as Redis's streamParseAddOrTrimArgsOrReply)."""
+    lim = 100 * _node_limits(c)[0]
+    return min(lim if lim > 0 else 10000, 1000000)
+
+
 class _TrimArgs:
     __slots__ = ("idpos", "id", "id_given", "seq_given", "nomkstream", "maxlen", "minid", "approx", "limit")
 
@@ -236,10 +243,7 @@ def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> _TrimArgs:
         if not a.approx:
             raise LIMIT_NOT_APPROX
     elif a.approx:
-        lim = 100 * _node_limits(c)[0]
-        if lim <= 0:
-            lim = 10000
-        a.limit = min(lim, 1000000)
+        a.limit = _approx_limit(c)
     else:
         a.limit = 0
     a.idpos = i
@@ -272,8 +276,7 @@ def xadd(c: Any, argv: list[bytes]) -> Any:
         a = _TrimArgs()
         a.maxlen = int(argv[4])
         a.approx = True
-        lim = 100 * _node_limits(c)[0]
-        a.limit = min(lim if lim > 0 else 10000, 1000000)
+        a.limit = _approx_limit(c)
         field_pos = 6
     else:
         a = _parse_add_trim(c, argv, True)
@@ -345,8 +348,7 @@ def xtrim_approx(c: Any, key: bytes, maxlen: int) -> int:
     s = c.db.lookup_type(key, Stream)
     if s is None:
         return 0
-    lim = 100 * _node_limits(c)[0]
-    deleted = s.trim(maxlen, None, True, min(lim if lim > 0 else 10000, 1000000))
+    deleted = s.trim(maxlen, None, True, _approx_limit(c))
     if deleted:
         c.db.modified(key)
     return deleted  # type: ignore[no-any-return]
