@@ -114,9 +114,7 @@ def _ssz_sum(xs: list[bytes]) -> int:
             if n > 1 and b[0] == 48:
                 t += n + 2  # leading zero: stored as a string
             else:
-                v = int(b)  # < 10**18: an int64
-                t += 2 if v < 128 else 3 if v < 4096 else 4 if v < 32768 else 5 if v < 8388608 \
-                    else 6 if v < 2147483648 else 10
+                t += _isz(int(b))  # < 10**18: an int64
         elif b[:1] == b"-":
             t += _ssz(b)
         else:
