@@ -422,13 +422,18 @@ def test_store_is_plain_sqlite(node: Node) -> None:
         conn.close()
 
 
-def _hash_rows(node: Node, key: bytes) -> tuple[Any, int]:
+def rows(node: Node, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """Rows of the live store (read beside the server: WAL readers see the last commit)."""
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
     try:
-        value = conn.execute("SELECT value FROM keys WHERE db=0 AND key=?", (key,)).fetchone()[0]
-        n = conn.execute("SELECT count(*) FROM hash_fields WHERE db=0 AND key=?", (key,)).fetchone()[0]
+        return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+def _hash_rows(node: Node, key: bytes) -> tuple[Any, int]:
+    [(value,)] = rows(node, "SELECT value FROM keys WHERE db=0 AND key=?", (key,))
+    [(n,)] = rows(node, "SELECT count(*) FROM hash_fields WHERE db=0 AND key=?", (key,))
     return value, n
 
 
@@ -666,13 +671,8 @@ def test_trimmed_stream_rows_go_with_the_entries(node: Node) -> None:
     r.xadd("seqs", {"f": "v"}, id=f"9-{big + 9}")
     r.xtrim("seqs", minid=f"9-{big + 5}", approximate=False)
     r.save()
-    conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
-    try:
-        for key in (b"ev", b"huge", b"seqs"):
-            rows = conn.execute("SELECT count(*) FROM stream_entries WHERE key=?", (key,)).fetchone()[0]
-            assert rows == r.xlen(key), key
-    finally:
-        conn.close()
+    for key in (b"ev", b"huge", b"seqs"):
+        assert rows(node, "SELECT count(*) FROM stream_entries WHERE key=?", (key,)) == [(r.xlen(key),)], key
     before = snapshot(r)
     node.restart(signal.SIGKILL)
     assert snapshot(node.r) == before
@@ -725,15 +725,6 @@ def test_list_with_a_fractional_position_in_a_consecutive_span(node: Node) -> No
     assert node.r.lrange("l", 0, -1) == [b"h", b"a", b"y", b"c"]
 
 
-def rows(node: Node, sql: str) -> list[Any]:
-    """Rows of the live store (read beside the server: WAL readers see the last commit)."""
-    conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
 def test_set_then_delete_in_one_batch_skips_the_rows_only_when_created_there(node: Node) -> None:
     """A key or list position created and gone again within one batch has no row to delete, and the
     journal sends none (a BullMQ job's lock key and its pass through active). A key or position that
@@ -760,9 +751,9 @@ def test_set_then_delete_in_one_batch_skips_the_rows_only_when_created_there(nod
     assert r.lrange("l", 0, -1) == [b"b", b"c"]
     assert r.lrange("m", 0, -1) == [b"y"]
     r.save()
-    assert rows(node, "SELECT key FROM keys WHERE key IN (x'6c6f636b', x'73746f726564')") == []
-    assert sorted(v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=x'6c'")) == [b"b", b"c"]
-    assert [v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=x'6d'")] == [b"y"]
+    assert rows(node, "SELECT key FROM keys WHERE key IN (?, ?)", (b"lock", b"stored")) == []
+    assert sorted(v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=?", (b"l",))) == [b"b", b"c"]
+    assert [v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=?", (b"m",))] == [b"y"]
     node.restart(signal.SIGKILL)
     r = node.r
     assert r.exists("lock", "stored") == 0
