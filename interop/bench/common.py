@@ -45,15 +45,9 @@ class Proc:
     def pid(self) -> int:
         return self.proc.pid
 
-    def cpu_seconds(self) -> float:
-        """User+system CPU time the server has used so far, its live child processes included
-        (respqueue's writer process)."""
-        own, children = self.cpu_split()
-        return own + children
-
     def cpu_split(self) -> tuple[float, float]:
-        """CPU seconds of the server process itself (respqueue: its event loop) and of its live
-        child processes (respqueue: the writer)."""
+        """User+system CPU seconds used so far by the server process itself (respqueue: its event
+        loop) and by its live child processes (respqueue: the writer)."""
         ticks = os.sysconf("SC_CLK_TCK")
         out = [0, 0]
         for i, pid in enumerate([self.pid, *_children(self.pid)]):
