@@ -200,19 +200,21 @@ class HistoryCapture:
             self._unresolved.clear()
 
     def on_event(self, c: Any, key: bytes, ms: int, argv: list[bytes], pos: int) -> None:
-        """XADD added an entry (fields ``argv[pos:]``, ID time ``ms``) to the stream ``key`` (``...:events``)."""
-        ev = jid = None
-        n = len(argv) - 1
-        i = pos
-        while i < n:
-            f = argv[i]
-            if f == b"event":
-                ev = argv[i + 1]
-            elif f == b"jobId":
-                jid = argv[i + 1]
-            i += 2
-        if ev is None or jid is None:
-            return
+        """XADD added an entry (fields ``argv[pos:]``, ID time ``ms``) to the stream ``key`` (``...:events``).
+
+        This runs inside every BullMQ script that writes an event, so it is kept lean: the job hash is
+        read through its dict, and most events take one dict lookup per value they record."""
+        n = len(argv)
+        if n >= pos + 4 and argv[pos] == b"event" and argv[pos + 2] == b"jobId":
+            ev = argv[pos + 1]  # BullMQ always starts with these two fields
+            jid = argv[pos + 3]
+            rest = pos + 4
+        else:
+            rest = pos
+            ev = self._field(argv, pos, b"event")
+            jid = self._field(argv, pos, b"jobId")
+            if ev is None or jid is None:
+                return
         info = self._keys.get(key, False)
         if info is False:
             info = self._key_info(key)
@@ -229,68 +231,75 @@ class HistoryCapture:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][7] = _s(u[1].get(b"pb"))
-        j = self._cur.get(ck) or self._old.get(ck)
+        j = self._cur.get(ck)
+        if j is None:
+            j = self._old.get(ck)
         src = h if h is not None else (j.h if j is not None else None)
-        name = _s(src.get(b"name")) if src is not None else None
-        attempt = worker = reason = rv_size = delay = None
-        kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
-        append = self.journal.append_row
-        if ev == b"added":
-            if name is None:
-                name = _s(self._field(argv, pos, b"name"))
-            if h is not None:
-                delay = _i(h.get(b"delay")) or None
-                self._put(ck, _Job(h, -1))
-        elif ev == b"active":
-            atm = (_i(src.get(b"atm")) or 0) if src is not None else 0
-            attempt = atm + 1
+        # the hash's own dict when it is a plain Hash (no method call per field)
+        g = None if src is None else (src.d.get if type(src) is Hash else src.get)
+        sjid = jid.decode("utf-8", "replace")
+        if ev == b"active":
+            atm = (_i(g(b"atm")) or 0) if g is not None else 0
             if h is not None:
                 if j is None or j.h is not h:
-                    j = _Job(h, atm)
-                    self._put(ck, j)
+                    self._put(ck, _Job(h, atm))
                 else:
                     j.atm = atm
-            row = [ms, prefix, queue, _s(jid), name, "active", attempt, None, None, None, None]
+            nm = g(b"name") if g is not None else None
+            row = [ms, prefix, queue, sjid, None if nm is None else nm.decode("utf-8", "replace"), "active", atm + 1,
+                   None, None, None, None]
             if h is not None:
                 self._unresolved[ck] = (row, h)
             self.events += 1
-            append(EVENT_INSERT, row)
+            self.journal.append_row(EVENT_INSERT, row)
             return
-        elif ev == b"waiting" or ev == b"delayed":
-            if src is not None:
-                atm = _i(src.get(b"atm")) or 0
-                if j is not None and j.atm >= 0 and atm > j.atm:
-                    kind = "retried"
-                    attempt = atm
-                    worker = _s(src.get(b"pb"))
-                    reason = _s(src.get(b"failedReason"))
-                if ev == b"delayed":
-                    delay = _i(src.get(b"delay")) or None
-            if j is not None:
-                j.atm = -1
-        elif ev == b"progress" or ev == b"stalled":
-            if src is not None:
-                attempt = (_i(src.get(b"atm")) or 0) + 1
-                worker = _s(src.get(b"pb"))
-            if ev == b"stalled" and j is not None:
-                j.atm = -1
-        elif ev == b"completed" or ev == b"failed":
-            rv = self._field(argv, pos, b"returnvalue") if ev == b"completed" else None
-            fr = self._field(argv, pos, b"failedReason") if ev == b"failed" else None
-            if src is not None:
-                attempt = _i(src.get(b"atm"))
-                worker = _s(src.get(b"pb"))
+        nm = g(b"name") if g is not None else None
+        name = None if nm is None else nm.decode("utf-8", "replace")
+        attempt = worker = reason = rv_size = delay = None
+        kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
+        if ev == b"completed" or ev == b"failed":
+            rv = self._field(argv, rest, b"returnvalue") if ev == b"completed" else None
+            fr = self._field(argv, rest, b"failedReason") if ev == b"failed" else None
+            if g is not None:
+                attempt = _i(g(b"atm"))
+                worker = _s(g(b"pb"))
             if rv is not None:
                 rv_size = len(rv)
             reason = _s(fr)
-            self._final(prefix, queue, jid, kind, ms, src, h is not None, rv, fr)
-            self._drop(ck)
+            self._final(prefix, queue, sjid, kind, ms, g, h is not None, rv, fr)
+            if j is not None:
+                self._drop(ck)
+        elif ev == b"added":
+            if name is None:
+                name = _s(self._field(argv, rest, b"name"))
+            if h is not None:
+                delay = _i(g(b"delay")) or None  # type: ignore[misc]
+                self._put(ck, _Job(h, -1))
+        elif ev == b"waiting" or ev == b"delayed":
+            if j is not None and j.atm >= 0 and g is not None:
+                atm = _i(g(b"atm")) or 0
+                if atm > j.atm:
+                    kind = "retried"
+                    attempt = atm
+                    worker = _s(g(b"pb"))
+                    reason = _s(g(b"failedReason"))
+            if ev == b"delayed" and g is not None:
+                delay = _i(g(b"delay")) or None
+            if j is not None:
+                j.atm = -1
+        elif ev == b"progress" or ev == b"stalled":
+            if g is not None:
+                attempt = (_i(g(b"atm")) or 0) + 1
+                worker = _s(g(b"pb"))
+            if ev == b"stalled" and j is not None:
+                j.atm = -1
         elif ev == b"removed":
-            self._drop(ck)
+            if j is not None:
+                self._drop(ck)
         elif ev == b"retries-exhausted":
             return  # always right after the final 'failed' event, which says the same
         self.events += 1
-        append(EVENT_INSERT, (ms, prefix, queue, _s(jid), name, kind, attempt, worker, reason, rv_size, delay))
+        self.journal.append_row(EVENT_INSERT, (ms, prefix, queue, sjid, name, kind, attempt, worker, reason, rv_size, delay))
 
     @staticmethod
     def _field(argv: list[bytes], pos: int, name: bytes) -> bytes | None:
@@ -302,21 +311,21 @@ class HistoryCapture:
             i += 2
         return None
 
-    def _final(self, prefix: str, queue: str, jid: bytes, state: str, ms: int, src: Any, live: bool,
+    def _final(self, prefix: str, queue: str, jid: str, state: str, ms: int, g: Any, live: bool,
                rv: bytes | None, fr: bytes | None) -> None:
-        if src is not None:
-            g = src.d.get if type(src) is Hash else src.get
+        """The job's ``job_final`` row; ``g`` reads a field of its hash (None: the hash is unknown)."""
+        now = int(time.time() * 1000)
+        if g is not None:
             processed = _i(g(b"processedOn"))
             finished = _i(g(b"finishedOn")) if live else None
             if finished is None:
                 finished = max(ms, processed or 0)
-            row = (prefix, queue, _s(jid), _s(g(b"name")), _s(g(b"data")), _s(g(b"opts")), _i(g(b"timestamp")),
+            row = (prefix, queue, jid, _s(g(b"name")), _s(g(b"data")), _s(g(b"opts")), _i(g(b"timestamp")),
                    _i(g(b"delay")), processed, finished, _i(g(b"atm")),
                    _s(fr if fr is not None else g(b"failedReason")),
-                   _s(rv if rv is not None else g(b"returnvalue")), state, int(time.time() * 1000))
+                   _s(rv if rv is not None else g(b"returnvalue")), state, now)
         else:
-            row = (prefix, queue, _s(jid), None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state,
-                   int(time.time() * 1000))
+            row = (prefix, queue, jid, None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state, now)
         self.finals += 1
         self.journal.append_row(FINAL_INSERT, row)
 

@@ -2,7 +2,7 @@
 
     python3 -m interop.bench.durability [--jobs N] [--rounds R] [--restart-jobs N]
                                         [--restart-rounds R] [--skip-bullmq] [--skip-restart]
-                                        [--memory] [--micro] [--json FILE]
+                                        [--memory] [--no-history] [--micro] [--json FILE]
 
 1. BullMQ `add` (Queue.add, 50 in flight) and `process` (a Worker at concurrency 50 on a
    pre-filled queue), driven by interop/bench/bullmq_bench.js, against four servers running side
@@ -21,7 +21,9 @@
    keyspace tables and the job-history tables, vs the size of Redis's appendonlydir / jobs.
 
 --memory adds respqueue `memory` (nothing on disk) to the BullMQ part, with its ratio to Redis
-`everysec`: the gap between it and `buffered` is what persistence costs. The server CPU rows
+`everysec`: the gap between it and `buffered` is what persistence costs. --no-history adds
+respqueue `buffered` with `--history off` (`nohistory`): the gap to `buffered` is what the
+job-history capture costs. The server CPU rows
 also give respqueue's writer process on its own.
 --micro adds the older redis-benchmark SET/INCR/LPUSH comparison (-c 50 -P 1).
 Prints Markdown tables (docs/BENCHMARKS.md keeps a copy).
@@ -53,6 +55,9 @@ PAIRS = [("respqueue durable", "redis always"), ("respqueue buffered", "redis ev
 # --memory: respqueue with nothing on disk as a fifth server, to show what persistence costs
 MEMORY = ("respqueue memory", lambda: start_respqueue("--durability", "memory"))
 MEMORY_PAIR = ("respqueue memory", "redis everysec")
+# --no-history: respqueue buffered without job-history capture, to show what the history costs
+NOHIST = ("respqueue nohistory", lambda: start_respqueue("--durability", "buffered", "--history", "off"))
+NOHIST_PAIR = ("respqueue nohistory", "redis everysec")
 WAIT_KEY = b"bull:bench_bulk:wait"
 
 
@@ -90,7 +95,7 @@ def bullmq_part(jobs: int, rounds: int, raw: list[dict], servers: list[tuple[str
 
 def print_bullmq(res: dict[str, dict[str, Totals]], jobs: int, rounds: int) -> None:
     names = list(next(iter(res.values())))
-    pairs = PAIRS + ([MEMORY_PAIR] if MEMORY[0] in names else [])
+    pairs = PAIRS + [p for p in (MEMORY_PAIR, NOHIST_PAIR) if p[0] in names]
     blank = " |" * (len(pairs) + 1)
     print(f"\nBullMQ, {jobs:,} jobs per run, {rounds} round(s), servers alternating:")
     print("| workload | " + " | ".join(names) + " | " + " | ".join(f"{a.split()[-1]}/{b.split()[-1]}" for a, b in pairs)
@@ -270,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=20_000, help="requests per redis-benchmark test (--micro)")
     ap.add_argument("--memory", action="store_true",
                     help="also run respqueue --durability memory (what persistence costs) in the BullMQ part")
+    ap.add_argument("--no-history", action="store_true",
+                    help="also run respqueue buffered with --history off (what job history costs) in the BullMQ part")
     ap.add_argument("--json", default="", help="also write the raw results to this file")
     a = ap.parse_args(argv)
     raw: list[dict] = []
@@ -277,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     failed = False
     if not a.skip_bullmq:
-        res = bullmq_part(a.jobs, a.rounds, raw, SERVERS + ([MEMORY] if a.memory else []))
+        res = bullmq_part(a.jobs, a.rounds, raw, SERVERS + ([MEMORY] if a.memory else []) + ([NOHIST] if a.no_history else []))
         print_bullmq(res, a.jobs, a.rounds)
         failed |= any(t.errors for tot in res.values() for t in tot.values())
     if not a.skip_restart:
