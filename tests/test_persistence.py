@@ -266,6 +266,44 @@ def test_buffered_mode() -> None:
         n.stop()
 
 
+def test_buffered_batches_hold_buffer_ms_of_changes() -> None:
+    """Under steady writes a buffered batch closes when its --buffer-ms is up, not as soon as the
+    writer is free again (that made --buffer-ms meaningless: a quick writer committed hundreds of
+    times a second); --buffer-writes still closes a batch early."""
+    n = Node("--durability", "buffered", "--buffer-ms", "200", "--buffer-writes", "1000000")
+    try:
+        r = n.r
+        before = r.info("persistence")["commits"]
+        t0 = time.time()
+        i = 0
+        while time.time() - t0 < 1.5:
+            r.set(f"k{i}", i)  # one at a time: the writer is idle most of the time
+            i += 1
+        took = time.time() - t0
+        commits = r.info("persistence")["commits"] - before
+        assert i > 500, f"only {i} writes"
+        assert 2 <= commits <= took / 0.2 + 3, f"{commits} commits in {took:.2f} s for {i} writes"
+        time.sleep(0.5)
+        n.restart(signal.SIGKILL)
+        assert n.r.dbsize() == i
+    finally:
+        n.stop()
+    n = Node("--durability", "buffered", "--buffer-ms", "5000", "--buffer-writes", "100")
+    try:
+        r = n.r
+        before = r.info("persistence")["commits"]
+        for j in range(10):
+            with r.pipeline(transaction=False) as p:
+                for k in range(100):
+                    p.set(f"w{j}:{k}", k)
+                p.execute()
+            time.sleep(0.05)
+        commits = r.info("persistence")["commits"] - before
+        assert commits >= 5, f"{commits} commits for 1,000 writes with --buffer-writes 100"
+    finally:
+        n.stop()
+
+
 def test_memory_mode_writes_nothing() -> None:
     n = Node("--durability", "memory")
     try:

@@ -124,6 +124,7 @@ class Journal:
         self.last_error: str | None = None
         self.last_commit_ms = 0.0
         self._idle: list[asyncio.Future[None]] = []
+        self._due = False  # the open batch's time came while the writer was busy
         # rows appended to the open batch besides the keyspace's (job history): sql -> params
         self.row_ops: dict[str, list[Any]] = {}
         self.batch_hooks: list[Any] = []  # called before a batch is built
@@ -226,11 +227,16 @@ class Journal:
         return self.open_id
 
     def _close(self) -> None:
-        """Hand the open batch to the writer (unless it is busy: group commit)."""
+        """Hand the open batch to the writer (unless it is busy: group commit; then the batch is
+        due, and goes as soon as the commit before it is done)."""
         self.scheduled = False
-        self._timer = None
+        if self._timer is not None:
+            self._timer.cancel()  # closed early (--buffer-writes, BGSAVE, a due batch)
+            self._timer = None
         if self.busy or self.failed_ops is not None:
+            self._due = True
             return
+        self._due = False
         if not self.dirty and not self.pending and not self.waiters and not self.row_ops:
             self._notify_idle()
             return
@@ -285,7 +291,11 @@ class Journal:
         if self.waiters:
             self._release(bid, None)
         if self.dirty or self.pending or self.waiters or self.row_ops:
-            self._close()
+            # durable: the next batch goes at once (group commit). buffered: only if its time
+            # came while this commit ran; otherwise its timer (armed by its first change) sends
+            # it, so batches hold --buffer-ms of changes even when the writer is quick
+            if self.durable or self._due or not self.scheduled:
+                self._close()
         else:
             self._notify_idle()
 
