@@ -231,13 +231,13 @@ class HistoryCapture:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][7] = _s(u[1].get(b"pb"))
-        j = self._cur.get(ck)
-        if j is None:
-            j = self._old.get(ck)
+        j = self._get(ck)
         src = h if h is not None else (j.h if j is not None else None)
         # the hash's own dict when it is a plain Hash (no method call per field)
         g = None if src is None else (src.d.get if type(src) is Hash else src.get)
         sjid = jid.decode("utf-8", "replace")
+        nm = g(b"name") if g is not None else None
+        name = None if nm is None else nm.decode("utf-8", "replace")
         if ev == b"active":
             atm = (_i(g(b"atm")) or 0) if g is not None else 0
             if h is not None:
@@ -245,16 +245,12 @@ class HistoryCapture:
                     self._put(ck, _Job(h, atm))
                 else:
                     j.atm = atm
-            nm = g(b"name") if g is not None else None
-            row = [ms, prefix, queue, sjid, None if nm is None else nm.decode("utf-8", "replace"), "active", atm + 1,
-                   None, None, None, None]
+            row = [ms, prefix, queue, sjid, name, "active", atm + 1, None, None, None, None]
             if h is not None:
                 self._unresolved[ck] = (row, h)
             self.events += 1
             self.journal.append_row(EVENT_INSERT, row)
             return
-        nm = g(b"name") if g is not None else None
-        name = None if nm is None else nm.decode("utf-8", "replace")
         attempt = worker = reason = rv_size = delay = None
         kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
         if ev == b"completed" or ev == b"failed":

@@ -380,8 +380,8 @@ def _active_reply(h: dict[bytes, bytes], job_id: bytes) -> list[Any]:
 LREM = cmd("lrem")
 SCARD = cmd("scard")
 ZCARD = cmd("zcard")
-# a job with children still pending cannot finish: (key suffix, command, moveToFinished's code)
-_PENDING_CHILDREN = ((b":dependencies", SCARD, -4), (b":unsuccessful", ZCARD, -9))
+# a job with children still pending cannot finish: (key suffix, command, its name, moveToFinished's code)
+_PENDING_CHILDREN = ((b":dependencies", SCARD, b"SCARD", -4), (b":unsuccessful", ZCARD, b"ZCARD", -9))
 GET = cmd("get")
 SREM = cmd("srem")
 XTRIM = cmd("xtrim")
@@ -591,10 +591,10 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         return -1
     if not failed:
         # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case)
-        for suffix, cmd_, code in _PENDING_CHILDREN:
+        for suffix, cmd_, name, code in _PENDING_CHILDREN:
             k = job_key + suffix
             if monitors or db.lookup(k) is not None:
-                if call(cmd_, [cmd_.name.upper().encode(), k]) != 0:
+                if call(cmd_, [name, k]) != 0:
                     return code
             else:
                 cmd_.calls += 1

@@ -257,7 +257,6 @@ class Ctx:
             pass
 
 
-
 def cmd(name: str) -> Command:
     """The Command object for ``name`` (for native implementations)."""
     c = lookup(name.encode())

@@ -23,8 +23,7 @@
 --memory adds respqueue `memory` (nothing on disk) to the BullMQ part, with its ratio to Redis
 `everysec`: the gap between it and `buffered` is what persistence costs. --no-history adds
 respqueue `buffered` with `--history off` (`nohistory`): the gap to `buffered` is what the
-job-history capture costs. The server CPU rows
-also give respqueue's writer process on its own.
+job-history capture costs. The server CPU rows also give respqueue's writer process on its own.
 --micro adds the older redis-benchmark SET/INCR/LPUSH comparison (-c 50 -P 1).
 Prints Markdown tables (docs/BENCHMARKS.md keeps a copy).
 """
