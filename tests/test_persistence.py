@@ -17,7 +17,12 @@ import msgpack
 import pytest
 import redis
 
+from respqueue.persistence.journal import CHUNK_MAX, LIST_COMPACT_MAX
+
 from .servers import ROOT, free_port, start_respqueue
+
+# a tail that keeps a list above LIST_COMPACT_MAX, so it is stored a row per item (positions)
+PAD = [f"pad{i}".encode() for i in range(LIST_COMPACT_MAX + 1)]
 
 
 class Node:
@@ -142,7 +147,7 @@ def test_restart_keeps_every_type(node: Node) -> None:
 
 def test_list_middle_inserts_renumber(node: Node) -> None:
     r = node.r
-    r.rpush("l", "a", "b")
+    r.rpush("l", "a", "b", *PAD)
     for i in range(80):  # midpoints run out of precision after ~50 halvings
         r.linsert("l", "BEFORE", "b", f"x{i}")
     r.lpush("l", "head")
@@ -449,8 +454,8 @@ def test_store_is_plain_sqlite(node: Node) -> None:
     node.r.save()
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
     try:
-        # version 3: small hashes are one row
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("3",)
+        # version 3: small hashes are one row (version 4: small lists too, streams in chunks)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("4",)
         typ, blob = conn.execute("SELECT type, value FROM keys WHERE key=?", (b"h",)).fetchone()
         assert typ == "hash"
         assert msgpack.unpackb(blob, raw=True) == [False, {b"f": b"v"}]
@@ -583,7 +588,7 @@ def test_version_2_store_with_field_rows_loads() -> None:
         r.hset("h", "c", "3")  # journaled as rows, as the store holds it
         r.save()
         conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("3",)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("4",)
         assert conn.execute("SELECT count(*) FROM hash_fields").fetchone() == (3,)
         conn.close()
         r.close()
@@ -692,9 +697,34 @@ def test_thread_writer_still_works(mode: str) -> None:
         n.stop()
 
 
+def stored_stream(node: Node, key: bytes) -> tuple[list[int], int]:
+    """The entry IDs a stream's stored chunks hold at or above the first live ID its metadata
+    records (what a load keeps), and the number of its chunk rows."""
+    [(meta,)] = rows(node, "SELECT value FROM keys WHERE db=0 AND key=?", (key,))
+    first = msgpack.unpackb(meta)[6]
+    lo = None if first is None else first[0] << 64 | first[1]
+    ids = []
+    chunks = rows(node, "SELECT entries FROM stream_chunks WHERE db=0 AND key=?", (key,))
+    for (blob,) in chunks:
+        flat = msgpack.unpackb(blob, raw=True)
+        assert 0 < len(flat) <= 3 * CHUNK_MAX
+        ids += [flat[j] << 64 | flat[j + 1] for j in range(0, len(flat), 3)]
+    assert rows(node, "SELECT count(*) FROM stream_entries WHERE key=?", (key,)) == [(0,)]
+    return sorted(i for i in ids if lo is not None and i >= lo), len(chunks)
+
+
+def live_ids(r: redis.Redis, key: str) -> list[int]:
+    out = []
+    for eid, _ in r.xrange(key):
+        ms, seq = eid.split(b"-")
+        out.append(int(ms) << 64 | int(seq))
+    return out
+
+
 def test_trimmed_stream_rows_go_with_the_entries(node: Node) -> None:
-    """MAXLEN ~ / MINID trims delete the stored rows (as one range below the first live entry),
-    including around IDs whose parts do not fit a signed 64-bit integer."""
+    """MAXLEN ~ / MINID trims delete the stored chunks wholly below the first live entry (the one
+    holding it stays; a load skips what it holds below that entry), including around IDs whose
+    parts do not fit a signed 64-bit integer."""
     r = node.r
     for i in range(1, 700):
         r.xadd("ev", {"event": "x", "i": i}, id=f"{i}-{i % 3}", maxlen=100, approximate=True)
@@ -709,8 +739,10 @@ def test_trimmed_stream_rows_go_with_the_entries(node: Node) -> None:
     r.xadd("seqs", {"f": "v"}, id=f"9-{big + 9}")
     r.xtrim("seqs", minid=f"9-{big + 5}", approximate=False)
     r.save()
-    for key in (b"ev", b"huge", b"seqs"):
-        assert rows(node, "SELECT count(*) FROM stream_entries WHERE key=?", (key,)) == [(r.xlen(key),)], key
+    for key in ("ev", "huge", "seqs"):
+        ids, nchunks = stored_stream(node, key.encode())
+        assert ids == live_ids(r, key), key
+        assert nchunks <= r.xlen(key), key  # durable mode: a chunk per XADD at most; trimmed ones gone
     before = snapshot(r)
     node.restart(signal.SIGKILL)
     assert snapshot(node.r) == before
@@ -718,17 +750,170 @@ def test_trimmed_stream_rows_go_with_the_entries(node: Node) -> None:
                                                      f"{2**64 - 1}-3".encode()]
 
 
+def test_stream_chunks_follow_xdel_trim_and_rewrites(node: Node, ref: redis.Redis) -> None:
+    """A batch's appended entries become one chunk; XDEL rewrites the chunk that held the entry (its
+    first entry included), a chunk emptied by XDEL goes, entries added and deleted in one batch
+    never reach the store, XSETID below a deleted top entry keeps chunk ranges apart, and a
+    rename rewrites the stream in chunks of CHUNK_MAX. Everything survives kill -9 and keeps
+    being journaled after the restart."""
+    r = node.r
+    n = 2 * CHUNK_MAX + 10
+    for c in (r, ref):
+        with c.pipeline(transaction=True) as p:  # one batch: one appended run
+            for i in range(1, n + 1):
+                p.xadd("s", {"i": i}, id=f"{i}-0")
+            p.execute()
+        c.xdel("s", "1-0", "5-0", f"{CHUNK_MAX + 1}-0")  # the first chunk's first entry, and the second's
+        with c.pipeline(transaction=True) as p:
+            p.xadd("s", {"late": 1}, id=f"{n + 1}-0")
+            p.xadd("s", {"late": 2}, id=f"{n + 2}-0")
+            p.xdel("s", f"{n + 1}-0")  # added and deleted in one batch
+            p.execute()
+        c.xdel("s", *[f"{i}-0" for i in range(2 * CHUNK_MAX + 1, n + 1)])  # empties the third chunk
+        c.xgroup_create("s", "g", id="0")
+        c.xreadgroup("g", "c1", {"s": ">"}, count=3)
+        # XSETID below a deleted top entry, then an entry inside the old chunk's former range
+        c.xadd("t", {"a": 1}, id="5-0")
+        c.xadd("t", {"a": 2}, id="9-0")
+        c.xdel("t", "9-0")
+        c.execute_command("XSETID", "t", "7-0")
+        c.xadd("t", {"a": 3}, id="8-0")
+    r.save()
+    ids, nchunks = stored_stream(node, b"s")
+    assert ids == live_ids(r, "s") and nchunks == 3, nchunks
+    assert stored_stream(node, b"t")[0] == live_ids(r, "t")
+    r.rename("s", "s2")
+    ref.rename("s", "s2")
+    r.save()
+    ids, nchunks = stored_stream(node, b"s2")
+    assert ids == live_ids(r, "s2") and nchunks == -(-r.xlen("s2") // CHUNK_MAX)
+    before = snapshot(r)
+    node.restart(signal.SIGKILL)
+    r = node.r
+    assert snapshot(r) == before
+    for key in ("s2", "t"):
+        assert r.xrange(key) == ref.xrange(key)
+        assert r.xinfo_stream(key)["last-generated-id"] == ref.xinfo_stream(key)["last-generated-id"]
+    assert r.xpending("s2", "g")["pending"] == 3
+    # journaled after the load: trims, XDEL and appends of the loaded chunks
+    for c in (r, ref):
+        c.xdel("s2", "2-0")
+        c.xtrim("s2", minid="100-0")
+        c.xadd("s2", {"after": 1}, id=f"{n + 5}-0")
+        c.xtrim("t", maxlen=0)
+    r.save()
+    assert stored_stream(node, b"s2")[0] == live_ids(r, "s2")
+    assert stored_stream(node, b"t") == ([], 0)
+    before = snapshot(r)
+    node.restart(signal.SIGKILL)
+    assert snapshot(node.r) == before
+    assert node.r.xrange("s2") == ref.xrange("s2")
+    assert node.r.xlen("t") == 0 and node.r.exists("t") == 1
+
+
+def test_version_3_stream_rows_load_and_become_chunks() -> None:
+    """A stream stored by schema version 3 (a stream_entries row per entry) loads, and is rewritten
+    as chunks (its old rows deleted) in the commit of its first change."""
+    from respqueue.persistence.store import MIGRATIONS
+
+    workdir = tempfile.mkdtemp(prefix="rq-v3-")
+    d = os.path.join(workdir, "data")
+    os.makedirs(d)
+    conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
+    for v in (1, 2, 3):
+        for stmt in MIGRATIONS[v]:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES('schema_version', '3')")
+    meta = msgpack.packb([3, 0, 0, 0, 3, []])  # version 3's metadata: no first ID
+    for key in (b"old", b"kept"):
+        conn.execute("INSERT INTO keys VALUES(0, ?, 'stream', NULL, 1, ?)", (key, meta))
+        conn.executemany("INSERT INTO stream_entries VALUES(0, ?, ?, 0, ?)",
+                         [(key, i, msgpack.packb([b"f", b"%d" % i])) for i in (1, 2, 3)])
+    conn.commit()
+    conn.close()
+    srv = start_respqueue(workdir=workdir)
+    try:
+        r = redis.Redis(port=srv.port)
+        for key in ("old", "kept"):
+            assert r.xrange(key) == [(b"%d-0" % i, {b"f": b"%d" % i}) for i in (1, 2, 3)]
+        r.xdel("old", "2-0")
+        r.xadd("old", {"f": "4"}, id="4-0")
+        r.save()
+        conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("4",)
+        assert conn.execute("SELECT key, count(*) FROM stream_entries GROUP BY key").fetchall() == [(b"kept", 3)]
+        # the XDEL's commit rewrote it whole (one chunk), the XADD's appended one
+        assert conn.execute("SELECT count(*) FROM stream_chunks WHERE key=?", (b"old",)).fetchone() == (2,)
+        conn.close()
+        r.close()
+        srv.stop()
+        srv = start_respqueue(workdir=workdir)
+        r = redis.Redis(port=srv.port)
+        assert [e[0] for e in r.xrange("old")] == [b"1-0", b"3-0", b"4-0"]
+        assert len(r.xrange("kept")) == 3
+        r.close()
+    finally:
+        srv.stop()
+
+
+def _list_rows(node: Node, key: bytes) -> tuple[Any, int]:
+    [(value,)] = rows(node, "SELECT value FROM keys WHERE db=0 AND key=?", (key,))
+    [(n,)] = rows(node, "SELECT count(*) FROM list_items WHERE db=0 AND key=?", (key,))
+    return value, n
+
+
+def test_small_list_is_one_row_until_it_grows(node: Node, ref: redis.Redis) -> None:
+    """A list of at most LIST_COMPACT_MAX items is stored whole in keys.value (one row per batch
+    however many items came and went: BullMQ's active list); past that it moves to a row per
+    item, for good. Both load back equal, TTLs included, and keep being journaled."""
+    r = node.r
+    for c in (r, ref):
+        c.rpush("active", *[f"j{i}" for i in range(50)])
+        for i in range(50, 80):  # items through the list, as jobs through active
+            c.lpush("active", f"j{i}")
+            c.lrem("active", 1, f"j{i - 50}")
+        c.rpush("ttl", "a", "b")
+        c.pexpire("ttl", 600_000)
+        c.rpush("grows", *[f"g{i}" for i in range(LIST_COMPACT_MAX)])
+        c.rpush("grows", "one-more")
+        c.lpop("grows", LIST_COMPACT_MAX - 2)  # small again: still a row per item
+    r.save()
+    value, n = _list_rows(node, b"active")
+    assert n == 0 and msgpack.unpackb(value, raw=True) == r.lrange("active", 0, -1)
+    value, n = _list_rows(node, b"grows")
+    assert value is None and n == 3
+    for _ in range(2):
+        before = snapshot(r)
+        node.restart(signal.SIGKILL)
+        r = node.r
+        assert snapshot(r) == before
+        for key in ("active", "ttl", "grows"):
+            assert r.lrange(key, 0, -1) == ref.lrange(key, 0, -1)
+        assert 0 < r.pttl("ttl") <= 600_000
+        for c in (r, ref):
+            c.linsert("active", "BEFORE", "j60", "mid")
+            c.rpop("active")
+            c.rpush("grows", "tail")
+            c.lpush("ttl", "z")
+    assert r.lrange("active", 0, -1) == ref.lrange("active", 0, -1)
+    # emptied: the key and its row go
+    r.delete("ttl")
+    r.ltrim("active", 1, 0)
+    r.save()
+    assert rows(node, "SELECT key FROM keys WHERE key IN (?, ?)", (b"ttl", b"active")) == []
+
+
 def test_lists_keep_positions_across_restarts(node: Node) -> None:
     """A list pushed and popped at its ends loads from its values alone (positions rebuilt from
     the first); one with a middle insert or removal loads its stored positions. Both keep
     journaling correctly after the restart."""
     r = node.r
-    r.lpush("ends", *[f"l{i}" for i in range(50)])
+    r.lpush("ends", *[f"l{i}" for i in range(LIST_COMPACT_MAX)])
     r.rpush("ends", *[f"r{i}" for i in range(50)])
     r.rpop("ends", 7)
     r.lpop("ends", 3)
     r.lmove("ends", "other", "RIGHT", "LEFT")
-    r.rpush("mid", *"abcdefgh")
+    r.rpush("mid", *"abcdefgh", *PAD)
     r.linsert("mid", "AFTER", "c", "x")
     r.lrem("mid", 1, "f")
     for _ in range(2):
@@ -752,15 +937,15 @@ def test_list_with_a_fractional_position_in_a_consecutive_span(node: Node) -> No
     The loader must keep them as stored; renumbering them 0, 1, 2 left the row at 0.5 behind, so
     a later LSET of index 1 wrote a second row and the element came back after the next restart."""
     r = node.r
-    r.rpush("l", "a", "b", "c")
+    r.rpush("l", "a", "b", "c", *PAD)
     r.linsert("l", "BEFORE", "b", "x")
     r.lrem("l", 1, "b")
-    assert r.lrange("l", 0, -1) == [b"a", b"x", b"c"]
+    assert r.lrange("l", 0, 2) == [b"a", b"x", b"c"]
     node.restart(signal.SIGKILL)
     node.r.lset("l", 1, "y")
     node.r.lpush("l", "h")
     node.restart(signal.SIGKILL)
-    assert node.r.lrange("l", 0, -1) == [b"h", b"a", b"y", b"c"]
+    assert node.r.lrange("l", 0, -1) == [b"h", b"a", b"y", b"c", *PAD]
 
 
 def test_set_then_delete_in_one_batch_skips_the_rows_only_when_created_there(node: Node) -> None:
@@ -770,8 +955,8 @@ def test_set_then_delete_in_one_batch_skips_the_rows_only_when_created_there(nod
     stored element and a pop of it, and after a pop and a push that reuses the position."""
     r = node.r
     r.set("stored", "1")
-    r.rpush("l", "a", "b", "c")
-    r.rpush("m", "x", "y")
+    r.rpush("l", "a", "b", "c", *PAD)
+    r.rpush("m", "x", "y", *PAD)
     with r.pipeline(transaction=True) as p:  # one EXEC: one batch
         p.set("lock", "t", px=30000)
         p.delete("lock")
@@ -786,17 +971,17 @@ def test_set_then_delete_in_one_batch_skips_the_rows_only_when_created_there(nod
         p.lpush("m", "x2")
         p.lpop("m")
         p.execute()
-    assert r.lrange("l", 0, -1) == [b"b", b"c"]
-    assert r.lrange("m", 0, -1) == [b"y"]
+    assert r.lrange("l", 0, -1) == [b"b", b"c", *PAD]
+    assert r.lrange("m", 0, -1) == [b"y", *PAD]
     r.save()
     assert rows(node, "SELECT key FROM keys WHERE key IN (?, ?)", (b"lock", b"stored")) == []
-    assert sorted(v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=?", (b"l",))) == [b"b", b"c"]
-    assert [v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=?", (b"m",))] == [b"y"]
+    assert sorted(v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=?", (b"l",))) == sorted([b"b", b"c", *PAD])
+    assert sorted(v for (v,) in rows(node, "SELECT value FROM list_items WHERE key=?", (b"m",))) == sorted([b"y", *PAD])
     node.restart(signal.SIGKILL)
     r = node.r
     assert r.exists("lock", "stored") == 0
-    assert r.lrange("l", 0, -1) == [b"b", b"c"]
-    assert r.lrange("m", 0, -1) == [b"y"]
+    assert r.lrange("l", 0, -1) == [b"b", b"c", *PAD]
+    assert r.lrange("m", 0, -1) == [b"y", *PAD]
 
 
 def test_commits_taken_in_between_commands_keep_every_reply_in_order(node: Node) -> None:

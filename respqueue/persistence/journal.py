@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -44,15 +45,26 @@ _UPSERT = {
     b"set": "INSERT OR IGNORE INTO set_members(db, key, member) VALUES(?,?,?)",
     b"zset": "INSERT OR REPLACE INTO zset_members(db, key, member, score) VALUES(?,?,?,?)",
     b"list": "INSERT OR REPLACE INTO list_items(db, key, pos, value) VALUES(?,?,?,?)",
-    b"stream": "INSERT OR REPLACE INTO stream_entries(db, key, ms, seq, fields) VALUES(?,?,?,?,?)",
+    b"stream": "INSERT OR REPLACE INTO stream_chunks(db, key, ms, seq, entries) VALUES(?,?,?,?,?)",
 }
 _DELETE = {
     b"hash": "DELETE FROM hash_fields WHERE db=? AND key=? AND field=?",
     b"set": "DELETE FROM set_members WHERE db=? AND key=? AND member=?",
     b"zset": "DELETE FROM zset_members WHERE db=? AND key=? AND member=?",
     b"list": "DELETE FROM list_items WHERE db=? AND key=? AND pos=?",
-    b"stream": "DELETE FROM stream_entries WHERE db=? AND key=? AND ms=? AND seq=?",
+    b"stream": "DELETE FROM stream_chunks WHERE db=? AND key=? AND ms=? AND seq=?",
 }
+_STREAM = b"stream"
+# a stream stored by an earlier schema version (a stream_entries row per entry) is rewritten
+# as chunks when it first changes: dropping a stream's rows drops those too
+_STREAM_LEGACY_DEL = "DELETE FROM stream_entries WHERE db=? AND key=?"
+# A stream's entries are stored in chunks (stream_chunks rows keyed by the ID they start at):
+# a chunk holds the entries a batch appended, at most this many (a whole rewrite, by RENAME
+# or a first write, cuts the stream into chunks of this size). A chunk covers the IDs from
+# its key up to the next chunk's key; XDEL rewrites the chunk that held the entry, and the
+# chunks wholly below the first live entry are deleted (MAXLEN ~ trimming, as on BullMQ's
+# events stream, deletes about one row per batch instead of one per entry).
+CHUNK_MAX = 256
 _HASH = b"hash"
 # A hash of at most this many fields whose packed form is at most this many bytes, and any
 # listpack-encoded hash (at most 512 fields of at most 64 bytes: its order is Redis's, and kept),
@@ -60,11 +72,13 @@ _HASH = b"hash"
 # it changes; a bigger one has a row per field in hash_fields (and keys.value NULL), for good.
 COMPACT_MAX_FIELDS = 128
 COMPACT_MAX_BYTES = 32768
+_LIST = b"list"
+# Likewise a list of at most this many items (packed in at most COMPACT_MAX_BYTES) is one row,
+# keys.value = msgpack [item, ...], rewritten whole when it changes: BullMQ's active list, whose
+# items each come and go within a batch or two, is then one row per batch instead of two per
+# job. A bigger list has a row per item in list_items (and keys.value NULL), for good.
+LIST_COMPACT_MAX = 128
 _pack = msgpack.Packer(use_bin_type=True).pack
-# entries below a stream's first live ID (ms, seq): two range deletes, each one b-tree range (one
-# statement with an OR of the two ranges scanned the whole stream: about 40x slower)
-_STREAM_DEL_BELOW_MS = "DELETE FROM stream_entries WHERE db=? AND key=? AND ms >= 0 AND ms < ?"
-_STREAM_DEL_BELOW_SEQ = "DELETE FROM stream_entries WHERE db=? AND key=? AND ms = ? AND seq >= 0 AND seq < ?"
 _TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
 
 MISCONF = (
@@ -74,7 +88,8 @@ MISCONF = (
 
 
 def stream_meta(s: Any) -> bytes:
-    """The per-stream metadata blob: counters, consumer groups, consumers, PELs."""
+    """The per-stream metadata blob: counters, consumer groups, consumers, PELs, and the first live
+    ID (entries of the stored chunks below it are trimmed ones: the loader skips them)."""
     groups = []
     if s.groups:
         for name, g in s.groups.items():
@@ -84,9 +99,10 @@ def stream_meta(s: Any) -> bytes:
                 for i, n in g.pel.items()
             ]
             groups.append([name, g.last_id >> 64, g.last_id & MASK64, g.entries_read, consumers, pel])
-    return msgpack.packb(
-        [s.last_id >> 64, s.last_id & MASK64, s.max_deleted >> 64, s.max_deleted & MASK64, s.entries_added, groups],
-        use_bin_type=True,
+    first = s.first_id()
+    return _pack(
+        [s.last_id >> 64, s.last_id & MASK64, s.max_deleted >> 64, s.max_deleted & MASK64, s.entries_added, groups,
+         None if first is None else [first >> 64, first & MASK64]]
     )
 
 
@@ -374,7 +390,7 @@ class Journal:
             if v is None:
                 old = stored.pop(k, None)
                 if old is not None:
-                    append((_ELEM_DEL_ALL[old], k, False))
+                    _drop_rows(append, old, k)
                 elif born:
                     continue  # created and deleted within the batch (a BullMQ job lock): no row to delete
                 kdel.append(k)
@@ -383,7 +399,7 @@ class Journal:
             if type(v) is bytes:
                 old = stored.pop(k, None)
                 if old is not None:
-                    append((_ELEM_DEL_ALL[old], k, False))
+                    _drop_rows(append, old, k)
                 kup.append((dbi, key, "string", exp, ver, v))
                 continue
             rt = v.rtype
@@ -398,23 +414,35 @@ class Journal:
                 if blob is not None:
                     if old is not None:
                         del stored[k]
-                        append((_ELEM_DEL_ALL[old], k, False))
+                        _drop_rows(append, old, k)
                     v._jkey = k
                     v._jlog = None
                     kup.append((dbi, key, "hash", exp, ver, blob))
                     continue
-            if v._jkey != k or old != rt or v._jlog is None:
+            if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
+                # a small list is one row too: the whole list in keys.value (see LIST_COMPACT_MAX)
+                blob = _pack(v.items())
+                if len(blob) <= COMPACT_MAX_BYTES:
+                    if old is not None:
+                        del stored[k]
+                        _drop_rows(append, old, k)
+                    v.detach(k)
+                    kup.append((dbi, key, "list", exp, ver, blob))
+                    continue
+            if v._jkey != k or old != rt or v._jlog is None or (rt == _STREAM and v._jchunks is None):
                 if old is not None:
-                    append((_ELEM_DEL_ALL[old], k, False))
+                    _drop_rows(append, old, k)
                 self._full(ops, dbi, key, v, rt)
                 stored[k] = rt
                 v._jkey = k
+            elif rt == _STREAM:
+                _stream_ops(ops, dbi, key, v)
             else:
                 jlog = v._jlog
                 if jlog:
                     v._jlog = []
-                    self._ops(ops, dbi, key, rt, dict(jlog), v, jlog)
-            meta = stream_meta(v) if rt == b"stream" else None
+                    self._ops(ops, dbi, key, rt, dict(jlog), jlog)
+            meta = stream_meta(v) if rt == _STREAM else None
             kup.append((dbi, key, _TYPE_NAME[rt], exp, ver, meta))
         if kdel:
             append((_KEY_DEL, kdel, True))
@@ -435,15 +463,16 @@ class Journal:
             v.attach((dbi, key))
             rows = [(dbi, key, p, x) for p, x in v.positioned()]
         else:
-            rows = [
-                (dbi, key, s64(i >> 64), s64(i & MASK64), msgpack.packb(fv, use_bin_type=True)) for i, fv in v.live_entries()
-            ]
+            v._jchunks = []
+            v._jnew = None
             v._jlog = []
+            first = v.first_id()
+            rows = _chunk_rows(dbi, key, v.live_flat(first), v._jchunks) if first is not None else []
         if rows:
             ops.append((_UPSERT[rt], rows, True))
 
     def _ops(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, rt: bytes, changes: dict[Any, Any],
-             v: Any = None, jlog: list[Any] | None = None) -> None:
+             jlog: list[Any]) -> None:
         """Rows for a container's element changes: ``changes`` is element -> last value (None: deleted),
         ``jlog`` the batch's change log it was made from."""
         ups: list[Any] = []
@@ -473,28 +502,74 @@ class Journal:
                     dels.append((dbi, key, e))
                 else:
                     ups.append((dbi, key, e))
-        else:
-            # entries below the first live one are all gone (trimmed from the head, as MAXLEN ~
-            # on BullMQ's events stream does): one range delete instead of a row each
-            first = v.first_id() if v is not None else None
-            if first is not None and (first >> 64 >= _I64 or first & MASK64 >= _I64):
-                first = None  # stored as negative numbers: not a simple range
-            below = 0
-            for e, x in changes.items():
-                if x is None:
-                    if first is not None and e < first:
-                        below += 1
-                    else:
-                        dels.append((dbi, key, s64(e >> 64), s64(e & MASK64)))
-                else:
-                    ups.append((dbi, key, s64(e >> 64), s64(e & MASK64), _pack(x)))
-            if below:
-                assert first is not None
-                fms, fseq = first >> 64, first & MASK64
-                ops.append((_STREAM_DEL_BELOW_MS, (dbi, key, fms), False))
-                if fseq:
-                    ops.append((_STREAM_DEL_BELOW_SEQ, (dbi, key, fms, fseq), False))
         if dels:
             ops.append((_DELETE[rt], dels, True))
         if ups:
             ops.append((_UPSERT[rt], ups, True))
+
+
+def _drop_rows(append: Any, old: bytes, k: tuple[int, bytes]) -> None:
+    """Delete every element row of key ``k``, whose rows are of type ``old``."""
+    append((_ELEM_DEL_ALL[old], k, False))
+    if old == _STREAM:
+        append((_STREAM_LEGACY_DEL, k, False))
+
+
+def _chunk_rows(dbi: int, key: bytes, flat: list[Any], chunks: list[int]) -> list[Any]:
+    """stream_chunks rows for the entries ``flat`` (see Stream.live_flat), at most CHUNK_MAX each;
+    their keys (first IDs) are appended to ``chunks``."""
+    rows = []
+    step = 3 * CHUNK_MAX
+    for i in range(0, len(flat), step):
+        part = flat[i:i + step] if len(flat) > step else flat
+        ms, seq = part[0], part[1]
+        chunks.append(ms << 64 | seq)
+        rows.append((dbi, key, s64(ms), s64(seq), _pack(part)))
+    return rows
+
+
+def _stream_ops(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any) -> None:
+    """Rows for an attached stream's changes since the last batch: the chunks wholly below its
+    first live entry go, the chunks that held an XDEL'd entry are rewritten, and the entries
+    appended since become new chunks."""
+    chunks: list[int] = v._jchunks
+    new = v._jnew
+    first = v.first_id()
+    dels: list[Any] = []
+    ups: list[Any] = []
+    if chunks:
+        # the chunk holding the first live entry (none: every stored entry is gone)
+        if first is None or (new is not None and first >= new):
+            i0 = len(chunks)
+        else:
+            i0 = max(bisect_right(chunks, first) - 1, 0)
+        if i0:
+            dels.extend([(dbi, key, s64(c >> 64), s64(c & MASK64)) for c in chunks[:i0]])
+            del chunks[:i0]
+        if v._jlog and chunks:
+            touched = set()
+            for e in v._jlog:
+                if (new is None or e < new) and e >= chunks[0]:
+                    touched.add(bisect_right(chunks, e) - 1)
+            gone = []
+            for j in sorted(touched):
+                c = chunks[j]
+                hi = chunks[j + 1] if j + 1 < len(chunks) else new
+                flat = v.live_flat(c, hi)
+                if flat:
+                    ups.append((dbi, key, s64(c >> 64), s64(c & MASK64), _pack(flat)))
+                else:
+                    dels.append((dbi, key, s64(c >> 64), s64(c & MASK64)))
+                    gone.append(j)
+            for j in reversed(gone):
+                del chunks[j]
+    v._jlog = []
+    if new is not None:
+        v._jnew = None
+        flat = v.live_flat(new)
+        if flat:
+            ups.extend(_chunk_rows(dbi, key, flat, chunks))
+    if dels:
+        ops.append((_DELETE[_STREAM], dels, True))
+    if ups:
+        ops.append((_UPSERT[_STREAM], ups, True))

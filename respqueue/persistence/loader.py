@@ -167,6 +167,14 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
         if k in metas:
             entries = sorted(map(_ELEM2, rows))
             put(k, ZSet.from_sorted(entries), b"zset")
+    # small lists are one row each (keys.value, see journal.LIST_COMPACT_MAX)
+    for k, (typ, value) in list(metas.items()):
+        if typ == "list" and value is not None:
+            del metas[k]
+            lst = List(msgpack.unpackb(value, raw=True, use_list=True))
+            lst.detach(k)
+            dbs[k[0]].data[k[1]] = lst
+            loaded += 1
     lists = keys_of("list")
     for k in lists if len(lists) <= _PER_KEY_MAX else ():
         # positions pushed at either end stay consecutive integers (BullMQ's wait and active
@@ -188,15 +196,34 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             lst.attach(k)
             lst._p = deque(map(float, map(_FIRST, pairs)))
             put(k, lst, b"list")
+    # streams: chunks of entries (stream_chunks), or a row per entry (stream_entries, written by
+    # schema version 3 and earlier: such a stream is rewritten as chunks when it first changes)
+    # ID parts >= 2**63 are stored negative (two's complement): ordered by the unsigned ID
+    chunked: dict[tuple[int, bytes], list[tuple[int, bytes]]] = {}
+    for k, rows in groups("stream_chunks", "ms, seq, entries", "stream"):
+        if k in metas and metas[k][0] == "stream":
+            chunked[k] = sorted(((r[2] & _M64) << 64 | (r[3] & _M64), r[4]) for r in rows)
+    for k, chunks in chunked.items():
+        s = Stream()
+        first = _stream_first(metas[k][1])
+        for _c, blob in chunks:
+            flat = msgpack.unpackb(blob, raw=True, use_list=True)
+            for j in range(0, len(flat), 3):
+                i = flat[j] << 64 | flat[j + 1]
+                if first is not None and i >= first:  # below: trimmed since the chunk was written
+                    s.append(i, flat[j + 2])
+        _apply_stream_meta(s, metas[k][1])
+        put(k, s, b"stream")
+        s._jchunks = [c for c, _ in chunks]
     for k, rows in groups("stream_entries", "ms, seq, fields", "stream"):
         if k in metas and metas[k][0] == "stream":
             s = Stream()
-            # IDs parts >= 2**63 are stored negative (two's complement): order by the unsigned ID
             ents = sorted(((r[2] & _M64) << 64 | (r[3] & _M64), r[4]) for r in rows)
             for i, blob in ents:
                 s.append(i, msgpack.unpackb(blob, raw=True, use_list=True))
             _apply_stream_meta(s, metas[k][1])
             put(k, s, b"stream")
+            s._jkey = None  # rewritten as chunks when it next changes
     # streams without entries (emptied by XDEL/XTRIM, or created by XGROUP MKSTREAM), and small
     # hashes with a TTL
     for k, (typ, value) in list(metas.items()):
@@ -208,7 +235,16 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             s = Stream()
             _apply_stream_meta(s, value)
             put(k, s, b"stream")
+            s._jchunks = []
     return loaded, len(expired), expired
+
+
+def _stream_first(blob: bytes | None) -> int | None:
+    """The first live entry ID a stream's metadata records (None: the stream is empty)."""
+    m = msgpack.unpackb(blob, raw=True, use_list=True) if blob else None
+    if not m or len(m) < 7:
+        return 0  # not recorded (never written so): every stored entry counts
+    return None if m[6] is None else m[6][0] << 64 | m[6][1]
 
 
 def _apply_stream_meta(s: Stream, blob: bytes | None) -> None:

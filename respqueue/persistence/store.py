@@ -33,7 +33,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -43,7 +43,7 @@ ELEMENT_TABLES: dict[bytes, str] = {
     b"set": "set_members",
     b"zset": "zset_members",
     b"list": "list_items",
-    b"stream": "stream_entries",
+    b"stream": "stream_chunks",
 }
 
 _SCHEMA_V1 = [
@@ -65,13 +65,22 @@ _SCHEMA_V1 = [
 # version 2: the job-history tables (compat/history_schema.py), written by compat/history.py
 _SCHEMA_V2 = [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
 
+# version 4: a stream's entries are stored in chunks, a row per batch's appended entries
+# (stream_entries, a row per entry, is still read: such a stream is rewritten as chunks
+# the first time it changes); a small list may be one row, keys.value = msgpack [items]
+_SCHEMA_V4 = [
+    "CREATE TABLE IF NOT EXISTS stream_chunks(db INTEGER NOT NULL, key BLOB NOT NULL, ms INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
+]
+
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: []}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4}
 HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
-ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_entries")
+_LATER_TABLES = ("stream_chunks",)  # keyspace tables that stores of an earlier schema version lack
+ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries")
 
 
 class StoreError(Exception):
@@ -427,6 +436,8 @@ def repair(directory: str) -> tuple[bool, str]:
                 new.executemany(f"INSERT OR REPLACE INTO {table} VALUES({ph})", rows)  # noqa: S608
                 saved += len(rows)
         except sqlite3.DatabaseError as e:
+            if table in _LATER_TABLES and str(e).startswith("no such table"):
+                continue  # a store of an earlier schema version: it never had this table
             lost.append(f"{table}: {e}")
     core_lost = len(lost)
     # job history: copied when the old file has it (columns by name, so the row ids are kept)

@@ -72,6 +72,16 @@ class List:
         self._jlog = []
         self._jkey = jkey
 
+    def detach(self, jkey: tuple[int, bytes] | None) -> None:
+        """Stop change logging: the store keeps this list whole, in one row (a small list)."""
+        self._p = None
+        self._jlog = None
+        self._jkey = jkey
+
+    def items(self) -> list[bytes]:
+        """The elements, as a new list."""
+        return list(self._d)
+
     def positioned(self) -> Iterator[tuple[float, bytes]]:
         """``(pos, value)`` pairs while attached."""
         assert self._p is not None

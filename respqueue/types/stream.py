@@ -162,6 +162,8 @@ class Stream:
         "groups",
         "_jlog",
         "_jkey",
+        "_jnew",
+        "_jchunks",
     )
 
     rtype = b"stream"
@@ -177,9 +179,14 @@ class Stream:
         self.max_deleted = 0
         self.entries_added = 0
         self.groups: dict[bytes, Group] | None = None  # consumer groups by name
-        # persistence: entry-level change log (id, fields | None) while attached
-        self._jlog: list[tuple[int, list[bytes] | None]] | None = None
+        # persistence, while attached to the journal (``_jlog`` not None): the IDs deleted by
+        # XDEL since the last batch, the first ID appended since then, and the first IDs of
+        # the stored chunks (see persistence/journal.py); entries trimmed from the head are
+        # not logged (the chunks wholly below the first live entry are dropped)
+        self._jlog: list[int] | None = None
         self._jkey: tuple[int, bytes] | None = None
+        self._jnew: int | None = None
+        self._jchunks: list[int] | None = None
 
     # ---- container contract --------------------------------------------
     def __len__(self) -> int:
@@ -317,8 +324,8 @@ class Stream:
         node.last = id_
         self._ids.append(id_)
         self._vals.append(fv)
-        if self._jlog is not None:
-            self._jlog.append((id_, fv))
+        if self._jnew is None and self._jlog is not None:
+            self._jnew = id_
         self.last_id = id_
         self.entries_added += 1
 
@@ -330,7 +337,7 @@ class Stream:
         if i >= len(ids) or ids[i] != id_ or vals[i] is None:
             return False
         if self._jlog is not None:
-            self._jlog.append((id_, None))
+            self._jlog.append(id_)
         j = bisect_right(self._nkeys, id_) - 1
         node = self._nodes[j]
         if node.count == 1:
@@ -403,6 +410,22 @@ class Stream:
             break
         self._maybe_compact()
         return deleted
+
+    def live_flat(self, lo: int, hi: int | None = None) -> list[Any]:
+        """The live entries with ``lo <= id < hi`` (``hi`` None: to the end) as one flat list
+        ``[ms, seq, [f, v, ...], ms, seq, ...]`` (a stored chunk's form)."""
+        ids = self._ids
+        vals = self._vals
+        i = bisect_left(ids, lo, self._head)
+        j = len(ids) if hi is None else bisect_left(ids, hi, i)
+        out: list[Any] = []
+        add = out.extend
+        for k in range(i, j):
+            v = vals[k]
+            if v is not None:
+                e = ids[k]
+                add((e >> 64, e & MASK64, v))
+        return out
 
     def live_entries(self) -> list[tuple[int, list[bytes]]]:
         """Every live ``(id, [f, v, ...])`` in order."""
@@ -547,12 +570,9 @@ class Stream:
         """Remove the first ``k`` live entries (and the tombstones among them)."""
         vals = self._vals
         i = self._head
-        jlog = self._jlog
         while k:
             if vals[i] is not None:
                 k -= 1
-                if jlog is not None:
-                    jlog.append((self._ids[i], None))
             else:
                 self._holes -= 1
             vals[i] = None
