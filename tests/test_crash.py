@@ -33,8 +33,14 @@ VALS = [b"a", b"b", b"c", b"d"]
 
 
 def gen_op(rng: random.Random, xid: list[int]) -> tuple[Any, ...]:
-    k = rng.randrange(16)
+    k = rng.randrange(19)
     v = rng.choice(VALS)
+    if k == 16:  # a list past the small-list limit: stored a row per item from then on
+        return ("RPUSH", rng.choice(LISTS), *[v + b"%d" % i for i in range(40)])
+    if k == 17:  # XDEL of a recent entry (rewrites the chunk that held it), if it is still there
+        return ("XDEL", STREAMS[0], b"%d-1" % rng.randint(max(1, xid[0] - 30), max(1, xid[0])))
+    if k == 18:  # a head trim (drops the chunks wholly below the first live entry)
+        return ("XTRIM", STREAMS[0], b"MAXLEN", rng.randrange(5, 40))
     if k == 0:
         return ("SET", rng.choice(STRS[:2]), v + b"%d" % rng.randrange(100))
     if k == 1:
@@ -91,7 +97,7 @@ def apply(m: Model, op: tuple[Any, ...]) -> None:
     elif name in ("RPUSH", "LPUSH"):
         lst = list(cur[1]) if cur else []
         if name == "RPUSH":
-            lst.append(op[2])
+            lst.extend(op[2:])
         else:
             lst.insert(0, op[2])
         m[key] = ("list", lst)
@@ -141,6 +147,12 @@ def apply(m: Model, op: tuple[Any, ...]) -> None:
         x = list(cur[1]) if cur else []
         x.append((op[2], [op[3], op[4]]))
         m[key] = ("stream", x)
+    elif name == "XDEL":
+        if cur:
+            m[key] = ("stream", [e for e in cur[1] if e[0] != op[2]])
+    elif name == "XTRIM":
+        if cur:
+            m[key] = ("stream", list(cur[1])[-op[3]:])
 
 
 def _put(m: Model, key: bytes, t: str, v: Any) -> None:
