@@ -474,9 +474,10 @@ def rows(node: Node, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         conn.close()
 
 
-def _hash_rows(node: Node, key: bytes) -> tuple[Any, int]:
+def _key_rows(node: Node, key: bytes, table: str = "hash_fields") -> tuple[Any, int]:
+    """A key's keys.value and how many element rows ``table`` holds for it."""
     [(value,)] = rows(node, "SELECT value FROM keys WHERE db=0 AND key=?", (key,))
-    [(n,)] = rows(node, "SELECT count(*) FROM hash_fields WHERE db=0 AND key=?", (key,))
+    [(n,)] = rows(node, f"SELECT count(*) FROM {table} WHERE db=0 AND key=?", (key,))  # noqa: S608
     return value, n
 
 
@@ -492,7 +493,7 @@ def test_small_hash_is_one_row_and_keeps_its_order(node: Node, ref: redis.Redis)
         c.hset("ttl", mapping={"b": "1", "a": "2"})
         c.pexpire("ttl", 600_000)
     r.save()
-    value, n = _hash_rows(node, b"job")
+    value, n = _key_rows(node, b"job")
     assert n == 0
     assert msgpack.unpackb(value, raw=True) == [False, {b"mid": b"3", b"alpha": b"22", b"zeta": b"again"}]
     node.restart()
@@ -517,30 +518,30 @@ def test_growing_hash_moves_to_field_rows(node: Node, ref: redis.Redis) -> None:
         c.hset("lp", mapping={f"f{(i * 7919) % 1000}": "v" for i in range(400)})
         c.hdel("lp", "f7919", "f0")
     r.save()
-    value, n = _hash_rows(node, b"lp")
+    value, n = _key_rows(node, b"lp")
     assert value is not None and n == 0
     r.hset("lp", mapping={f"g{i}": "v" for i in range(200)})
     r.save()
-    value, n = _hash_rows(node, b"lp")
+    value, n = _key_rows(node, b"lp")
     assert value is None and n == r.hlen("lp") == 599  # past 512 fields: hashtable, a row per field
     r.hset("big", mapping={**{f"f{i}": "v" for i in range(COMPACT_MAX_FIELDS - 1)}, "long": "x" * 65})
     assert r.object("encoding", "big") == b"hashtable"  # a value over 64 bytes, as in Redis
     r.save()
-    value, n = _hash_rows(node, b"big")
+    value, n = _key_rows(node, b"big")
     assert value is not None and n == 0
     r.hset("big", "one-more", "v")
     r.save()
-    value, n = _hash_rows(node, b"big")
+    value, n = _key_rows(node, b"big")
     assert value is None and n == COMPACT_MAX_FIELDS + 1
     r.hdel("big", *[f"f{i}" for i in range(100)])
     r.save()
-    value, n = _hash_rows(node, b"big")
+    value, n = _key_rows(node, b"big")
     assert value is None and n == COMPACT_MAX_FIELDS + 1 - 100
     # a big value too: rows, not a rewrite of the whole hash per change
     r.hset("fat", mapping={"data": "x" * 40_000, "n": "0"})
     r.hincrby("fat", "n", 1)
     r.save()
-    value, n = _hash_rows(node, b"fat")
+    value, n = _key_rows(node, b"fat")
     assert value is None and n == 2
     before = snapshot(r)
     node.restart()
@@ -549,7 +550,7 @@ def test_growing_hash_moves_to_field_rows(node: Node, ref: redis.Redis) -> None:
     node.r.delete("big")
     node.r.hset("big", "only", "1")
     node.r.save()
-    value, n = _hash_rows(node, b"big")
+    value, n = _key_rows(node, b"big")
     assert value is not None and n == 0
     node.restart()
     assert node.r.hgetall("big") == {b"only": b"1"}
@@ -856,12 +857,6 @@ def test_version_3_stream_rows_load_and_become_chunks() -> None:
         srv.stop()
 
 
-def _list_rows(node: Node, key: bytes) -> tuple[Any, int]:
-    [(value,)] = rows(node, "SELECT value FROM keys WHERE db=0 AND key=?", (key,))
-    [(n,)] = rows(node, "SELECT count(*) FROM list_items WHERE db=0 AND key=?", (key,))
-    return value, n
-
-
 def test_small_list_is_one_row_until_it_grows(node: Node, ref: redis.Redis) -> None:
     """A list of at most LIST_COMPACT_MAX items is stored whole in keys.value (one row per batch
     however many items came and went: BullMQ's active list); past that it moves to a row per
@@ -878,9 +873,9 @@ def test_small_list_is_one_row_until_it_grows(node: Node, ref: redis.Redis) -> N
         c.rpush("grows", "one-more")
         c.lpop("grows", LIST_COMPACT_MAX - 2)  # small again: still a row per item
     r.save()
-    value, n = _list_rows(node, b"active")
+    value, n = _key_rows(node, b"active", "list_items")
     assert n == 0 and msgpack.unpackb(value, raw=True) == r.lrange("active", 0, -1)
-    value, n = _list_rows(node, b"grows")
+    value, n = _key_rows(node, b"grows", "list_items")
     assert value is None and n == 3
     for _ in range(2):
         before = snapshot(r)

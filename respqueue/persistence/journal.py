@@ -421,7 +421,7 @@ class Journal:
                     continue
             if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
                 # a small list is one row too: the whole list in keys.value (see LIST_COMPACT_MAX)
-                blob = _pack(v.items())
+                blob = _pack(list(v))
                 if len(blob) <= COMPACT_MAX_BYTES:
                     if old is not None:
                         del stored[k]
@@ -522,10 +522,15 @@ def _chunk_rows(dbi: int, key: bytes, flat: list[Any], chunks: list[int]) -> lis
     step = 3 * CHUNK_MAX
     for i in range(0, len(flat), step):
         part = flat[i:i + step] if len(flat) > step else flat
-        ms, seq = part[0], part[1]
-        chunks.append(ms << 64 | seq)
-        rows.append((dbi, key, s64(ms), s64(seq), _pack(part)))
+        c = part[0] << 64 | part[1]
+        chunks.append(c)
+        rows.append((*_chunk_key(dbi, key, c), _pack(part)))
     return rows
+
+
+def _chunk_key(dbi: int, key: bytes, c: int) -> tuple[int, bytes, int, int]:
+    """The stream_chunks primary key of the chunk that starts at ID ``c``."""
+    return (dbi, key, s64(c >> 64), s64(c & MASK64))
 
 
 def _stream_ops(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any) -> None:
@@ -544,7 +549,7 @@ def _stream_ops(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any) 
         else:
             i0 = max(bisect_right(chunks, first) - 1, 0)
         if i0:
-            dels.extend([(dbi, key, s64(c >> 64), s64(c & MASK64)) for c in chunks[:i0]])
+            dels.extend([_chunk_key(dbi, key, c) for c in chunks[:i0]])
             del chunks[:i0]
         if v._jlog and chunks:
             touched = set()
@@ -557,9 +562,9 @@ def _stream_ops(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any) 
                 hi = chunks[j + 1] if j + 1 < len(chunks) else new
                 flat = v.live_flat(c, hi)
                 if flat:
-                    ups.append((dbi, key, s64(c >> 64), s64(c & MASK64), _pack(flat)))
+                    ups.append((*_chunk_key(dbi, key, c), _pack(flat)))
                 else:
-                    dels.append((dbi, key, s64(c >> 64), s64(c & MASK64)))
+                    dels.append(_chunk_key(dbi, key, c))
                     gone.append(j)
             for j in reversed(gone):
                 del chunks[j]

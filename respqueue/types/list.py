@@ -78,10 +78,6 @@ class List:
         self._jlog = None
         self._jkey = jkey
 
-    def items(self) -> list[bytes]:
-        """The elements, as a new list."""
-        return list(self._d)
-
     def positioned(self) -> Iterator[tuple[float, bytes]]:
         """``(pos, value)`` pairs while attached."""
         assert self._p is not None

@@ -427,11 +427,6 @@ class Stream:
                 add((e >> 64, e & MASK64, v))
         return out
 
-    def live_entries(self) -> list[tuple[int, list[bytes]]]:
-        """Every live ``(id, [f, v, ...])`` in order."""
-        h = self._head
-        return [(i, v) for i, v in zip(self._ids[h:], self._vals[h:], strict=True) if v is not None]
-
     def set_last_id(self, id_: int) -> None:
         self.last_id = id_
 
