@@ -2,7 +2,7 @@
 
 Requests are parsed with ``hiredis.Reader``. Every complete request in a read
 is executed in order and the replies of the whole read go out in one
-``transport.write`` (every ``_FLUSH_EVERY`` parts for long pipelines; a client
+``transport.write`` (every ``_FLUSH_EVERY`` requests for long pipelines; a client
 that does not read its replies gets its reading paused). A client blocked on a
 key stops consuming its input until it is served or times out, then carries
 on where it stopped.
@@ -45,9 +45,13 @@ log = logging.getLogger("respqueue")
 _RAW_CAP = 256 * 1024
 # A partial request is vetted by the exact parser after reads this small.
 _SMALL_READ = 16 * 1024
-# Replies are handed to the transport at least every this many parts, so that a
-# client not reading its replies pauses the work instead of piling up output.
+# Replies are handed to the transport at least every this many requests (or reply
+# parts, for replies of many parts), so that a client not reading its replies
+# pauses the work instead of piling up output. Counted in requests: BullMQ's
+# replies run to dozens of parts, and a write per few replies costs both sides
+# a syscall and a wake-up.
 _FLUSH_EVERY = 64
+_FLUSH_PARTS = 2048
 # An aggregate header of 7+ digits: hiredis-py would preallocate that many slots
 # (and free them one by one), so such input goes to the exact parser instead.
 # Headers start a line: only "\n*1234567"-like bytes (or a read starting so)
@@ -236,7 +240,7 @@ class ClientConnection(asyncio.Protocol, Client):
         """
         reader = self.reader
         out: list[bytes] = []
-        n = 0
+        n = flushed = 0
         odd = False
         self.processing = True
         try:
@@ -280,7 +284,8 @@ class ClientConnection(asyncio.Protocol, Client):
                     continue
                 if not self._execute(argv, out):
                     break
-                if len(out) >= _FLUSH_EVERY:
+                if (n - flushed >= _FLUSH_EVERY or len(out) >= _FLUSH_PARTS) and out:
+                    flushed = n
                     self.write(b"".join(out))
                     out.clear()
                     if self.paused_reading:
@@ -338,6 +343,7 @@ class ClientConnection(asyncio.Protocol, Client):
         server = self.server
         back = False
         back_ok: bool | None = None
+        k = 0
         self.processing = True
         try:
             while self.blocked is None and not self.closing:
@@ -350,7 +356,9 @@ class ClientConnection(asyncio.Protocol, Client):
                     break
                 if argv and not self._execute(argv, out):
                     break
-                if len(out) >= _FLUSH_EVERY:
+                k += 1
+                if (k >= _FLUSH_EVERY or len(out) >= _FLUSH_PARTS) and out:
+                    k = 0
                     self.write(b"".join(out))
                     out.clear()
                     if self.paused_reading:
