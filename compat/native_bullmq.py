@@ -29,13 +29,14 @@ from itertools import chain
 from typing import Any
 
 import msgpack
+from hiredis import pack_command
 
 from lua.convert import format_number_arg, truncate
 from respqueue.commands.registry import Command
 from respqueue.commands.streams import xadd_auto_id, xtrim_approx
 from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
-from respqueue.resp import RedisError
+from respqueue.resp import Encoded, RedisError
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.stream import MAX_ID, Stream
@@ -371,9 +372,12 @@ def _next_delay_reply(call: Any, delayed_key: bytes) -> list[Any] | None:
     return [0, 0, 0, truncate(score / 0x1000)]
 
 
-def _active_reply(h: dict[bytes, bytes], job_id: bytes) -> list[Any]:
-    """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay."""
-    return [list(chain.from_iterable(h.items())), job_id, 0, 0]
+def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> list[Any]:
+    """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay.
+
+    The flattened hash (all bytes) goes out as hiredis packs a command: the same RESP array of bulk
+    strings, built in C (the job's fields are most of the reply)."""
+    return [Encoded(pack_command(tuple(chain.from_iterable(h.items())))), job_id, 0, 0]
 
 
 # ---- moveToFinished ---------------------------------------------------------------

@@ -75,6 +75,13 @@ class Verbatim(bytes):
     __slots__ = ()
 
 
+class Encoded(bytes):
+    """A reply already in RESP form (e.g. an array of bulk strings packed by ``hiredis.pack_command``):
+    written as it is. Only for replies that encode the same in RESP2 and RESP3."""
+
+    __slots__ = ()
+
+
 class _NoReply:
     __slots__ = ()
 
@@ -137,6 +144,8 @@ def encode(r: Any, out: list[bytes], resp3: bool = False) -> None:
                 out.append(b"%b%b\r\n" % (_BULK_HDR[n] if n < 1025 else b"$%d\r\n" % n, x))
             else:
                 encode(x, out, resp3)
+    elif t is Encoded:
+        out.append(r)
     elif isinstance(r, RedisError):
         out.append(b"-%b\r\n" % _clean_error(r.msg))
     elif t is float:

@@ -465,6 +465,19 @@ def test_store_is_plain_sqlite(node: Node) -> None:
         conn.close()
 
 
+def test_store_column_types(node: Node) -> None:
+    """Keys and values are BLOBs, an absent expiry is NULL, an empty string is an empty BLOB, type names
+    are TEXT: what the writer process binds (bytes and None through registered adapters) is stored as
+    plain sqlite3 would store it."""
+    node.r.set(b"\x00\xffbin", b"")
+    node.r.set("ttl", "v", px=600_000)
+    node.r.save()
+    got = rows(node, "SELECT typeof(key), length(key), typeof(type), typeof(expire_ms), typeof(value), length(value)"
+               " FROM keys ORDER BY key")
+    assert got == [("blob", 5, "text", "null", "blob", 0), ("blob", 3, "text", "integer", "blob", 1)]
+    assert rows(node, "SELECT key, value FROM keys ORDER BY key") == [(b"\x00\xffbin", b""), (b"ttl", b"v")]
+
+
 def rows(node: Node, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     """Rows of the live store (read beside the server: WAL readers see the last commit)."""
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
