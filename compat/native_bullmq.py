@@ -33,7 +33,7 @@ from hiredis import pack_command
 
 from lua.convert import format_number_arg, truncate
 from respqueue.commands.registry import Command
-from respqueue.commands.streams import xadd_auto_id, xtrim_approx
+from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed, xtrim_approx
 from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
 from respqueue.resp import Encoded, RedisError
@@ -237,8 +237,12 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
 
     # ---- the script's calls
     call = ctx.call
+    monitors = ctx.monitors
     call(INCR, [b"INCR", id_key])
-    max_events = call(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    # HGET meta opts.maxLenEvents: read above (meta is a hash or absent, and INCR wrote another key)
+    if monitors:
+        ctx.feed([b"HGET", meta_key, b"opts.maxLenEvents"])
+    HGET.calls += 1
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
@@ -249,9 +253,13 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     if rjk is not None:
         hm += [b"rjk", rjk]
     call(HMSET, hm)
-    call(XADD, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
-    paused, conc = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency"])
-    limit = _paused_or_maxed_attrs(paused, conc)
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
+    # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
+    if monitors:
+        ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency"])
+    HMGET.calls += 1
+    meta = db.lookup(meta_key)
+    limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     if limit is None:
         paused_or_maxed = False
     elif limit < 0:
@@ -260,8 +268,12 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
     call(push, [push.name.upper().encode(), wait_key, job_id])
     if not paused_or_maxed:
-        call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
-    call(XADD, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
+        _zadd_marker(ctx, marker_key)
+    argv = [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id]
+    if monitors:
+        call(XADD, argv)
+    else:
+        _xadd_trimmed(ctx, argv)
     return job_id
 
 
@@ -428,6 +440,29 @@ def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
     ctx.call(XADD, argv)
 
 
+def _xadd_trimmed(ctx: Ctx, argv: list[bytes]) -> None:
+    """``XADD key MAXLEN ~ <n> * field value ...`` whose reply the script drops (no MONITOR clients)."""
+    ctx.wrote = True
+    try:
+        done = xadd_auto_id_trimmed(ctx.sc, argv) is not None
+    except RedisError:
+        done = False  # raised before any change: the call below reports it as the bridge would
+    if done:
+        XADD.calls += 1
+    else:
+        ctx.call(XADD, argv)
+
+
+def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
+    """``ZADD marker 0 0``: nothing to do (nor to signal) when the marker already holds ``0`` at 0."""
+    marker = ctx.db.lookup(marker_key)
+    if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
+        ctx.wrote = True
+        ZADD.calls += 1
+    else:
+        ctx.call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+
+
 def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
     """HSET/HMSET ``argv`` (well formed) whose reply the script drops; ``h`` is what is at argv[1]."""
     if not ctx.monitors and type(h) is Hash:
@@ -487,12 +522,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
     if h is None:
         h = db.lookup(job_key)  # HMSET created it
     _hincr1(ctx, job_key, b"ats", h)
-    marker = db.lookup(marker_key)
-    if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
-        ctx.wrote = True  # ZADD marker 0 0 on a marker that has it: changes nothing
-        ZADD.calls += 1
-    else:
-        call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+    _zadd_marker(ctx, marker_key)
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)

@@ -418,6 +418,86 @@ def test_finish_cycle(pair: Pair) -> None:
     pair.compare()
 
 
+def _monitored(port: int, run: Any) -> list[list[str]]:
+    """The commands a MONITOR client saw while ``run()`` ran (without time, db and client address)."""
+    import socket
+
+    mon = socket.create_connection(("127.0.0.1", port), timeout=10)
+    mon.sendall(b"MONITOR\r\n")
+    buf = b""
+    while b"+OK\r\n" not in buf:
+        buf += mon.recv(65536)
+    buf = buf.split(b"+OK\r\n", 1)[1]
+    run()
+    r = redis.Redis(port=port)
+    r.execute_command("ECHO", "monitor-end")
+    r.close()
+    while b'"monitor-end"' not in buf:
+        buf += mon.recv(65536)
+    mon.close()
+    out = []
+    for line in buf.decode().split("\r\n"):
+        if line.startswith("+") and "]" in line:
+            out.append(line.split("] ", 1)[1].split('" "'))
+    return out[:-1]  # without the ECHO
+
+
+@needs_node
+def test_monitor_and_commandstats_see_what_lua_runs(pair: Pair) -> None:
+    """Native paths that do a command's work inline still show it to MONITOR clients and count it in
+    INFO commandstats, as the Lua path does (with a MONITOR client attached, the native path feeds it;
+    without one, it only counts)."""
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    for b in (add, mta, fin):
+        pair.load(b)
+    pair.both("HSET", Q + b"meta", "opts.maxLenEvents", "50")
+
+    def cycle() -> None:
+        for i in range(3):
+            pair.script(add, ADD_KEYS, add_args(name=f"m{i}"))
+        r = pair.script(mta, MTA_KEYS, mta_args())
+        for _ in range(2):
+            keys, argv = finish_args(r[1], fetch=1)
+            r = pair.script(fin, keys, argv)
+
+    pair.both("CONFIG", "RESETSTAT")
+    cycle()
+    pair.compare()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_xadd"] >= 8 and stats[0]["cmdstat_zadd"] >= 3
+    # the same cycle with a MONITOR client on each server: the same lines (time and client aside)
+    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
+    pair.compare()
+    assert len(seen[0]) > 40
+    assert seen[0] == seen[1]
+
+
+def _monitored(ports: tuple[int, int], run: Any) -> list[list[str]]:
+    """What a MONITOR client on each port saw while ``run()`` ran: each line without its time and client."""
+    import socket
+
+    mons = []
+    for port in ports:
+        m = socket.create_connection(("127.0.0.1", port), timeout=10)
+        m.sendall(b"MONITOR\r\n")
+        assert m.recv(5) == b"+OK\r\n"
+        mons.append(m)
+    run()
+    out = []
+    for port, m in zip(ports, mons, strict=True):
+        r = redis.Redis(port=port)
+        r.execute_command("ECHO", "monitor-end")
+        r.close()
+        buf = b""
+        while b'"monitor-end"' not in buf:
+            buf += m.recv(65536)
+        m.close()
+        lines = [ln.split(b"] ", 1)[1] for ln in buf.split(b"\r\n") if ln.startswith(b"+") and b"] " in ln]
+        out.append([ln.decode() for ln in lines[:-1]])  # without the ECHO
+    return out
+
+
 @needs_py
 def test_python_port_body(pair: Pair) -> None:
     add, mta = PY["addStandardJob-9"], PY["moveToActive-11"]

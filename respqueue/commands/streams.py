@@ -273,10 +273,7 @@ def xadd(c: Any, argv: list[bytes]) -> Any:
         field_pos = 3
     elif a2 == b"MAXLEN" and argv[3] == b"~" and len(argv) > 6 and argv[5] == b"*" and _fast_maxlen(argv[4]):
         # fast path: XADD key MAXLEN ~ <n> * field value ... (BullMQ's events stream)
-        a = _TrimArgs()
-        a.maxlen = int(argv[4])
-        a.approx = True
-        a.limit = _approx_limit(c)
+        a = _approx_maxlen(c, argv[4])
         field_pos = 6
     else:
         a = _parse_add_trim(c, argv, True)
@@ -298,6 +295,15 @@ _FAST_MAXLEN = re.compile(rb"(0|[1-9][0-9]{0,17})\Z")
 def _fast_maxlen(b: bytes) -> bool:
     """A MAXLEN count the fast path may take as is (plain decimal, no sign, fits easily)."""
     return _FAST_MAXLEN.match(b) is not None
+
+
+def _approx_maxlen(c: Any, n: bytes) -> _TrimArgs:
+    """The options of ``MAXLEN ~ <n>`` (``n`` a plain count, see _fast_maxlen) without LIMIT."""
+    a = _TrimArgs()
+    a.maxlen = int(n)
+    a.approx = True
+    a.limit = _approx_limit(c)
+    return a
 
 
 def _xadd(c: Any, argv: list[bytes], field_pos: int, a: _TrimArgs | None) -> Any:
@@ -357,6 +363,14 @@ def xtrim_approx(c: Any, key: bytes, maxlen: int) -> int:
 def xadd_auto_id(c: Any, argv: list[bytes]) -> int:
     """``XADD key * field value ...`` (argv as sent, well formed) for callers that need no reply text; the packed ID."""
     return _xadd(c, argv, 3, None)  # type: ignore[no-any-return]
+
+
+def xadd_auto_id_trimmed(c: Any, argv: list[bytes]) -> int | None:
+    """``XADD key MAXLEN ~ <n> * field value ...`` (well formed) for callers that need no reply text: the
+    packed ID, or None (nothing done) when ``<n>`` is not a plain count the fast path takes."""
+    if not _fast_maxlen(argv[4]):
+        return None
+    return _xadd(c, argv, 6, _approx_maxlen(c, argv[4]))  # type: ignore[no-any-return]
 
 
 @command("xtrim", -4, "write", 1, 1, 1, group="stream")
