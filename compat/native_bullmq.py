@@ -269,11 +269,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     call(push, [push.name.upper().encode(), wait_key, job_id])
     if not paused_or_maxed:
         _zadd_marker(ctx, marker_key)
-    argv = [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id]
-    if monitors:
-        call(XADD, argv)
-    else:
-        _xadd_trimmed(ctx, argv)
+    _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
     return job_id
 
 
@@ -427,30 +423,22 @@ def _lock_opts(opts: dict[Any, Any]) -> tuple[bytes, bytes | None, bytes | None]
 
 
 def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
-    """``XADD key * field value ...`` whose reply the script drops: the command's work without the reply text."""
+    """``XADD key [MAXLEN ~ <n>] * field value ...`` whose reply the script drops: the command's work
+    without the reply text (and, for the trimming form, without its parse)."""
     if not ctx.monitors:
         ctx.wrote = True
         try:
-            xadd_auto_id(ctx.sc, argv)
+            if argv[2] == b"*":
+                xadd_auto_id(ctx.sc, argv)
+                done = True
+            else:
+                done = xadd_auto_id_trimmed(ctx.sc, argv) is not None  # None: <n> is no plain count
         except RedisError:
-            pass  # raised before any change: the call below reports it as the bridge would
-        else:
+            done = False  # raised before any change: the call below reports it as the bridge would
+        if done:
             XADD.calls += 1
             return
     ctx.call(XADD, argv)
-
-
-def _xadd_trimmed(ctx: Ctx, argv: list[bytes]) -> None:
-    """``XADD key MAXLEN ~ <n> * field value ...`` whose reply the script drops (no MONITOR clients)."""
-    ctx.wrote = True
-    try:
-        done = xadd_auto_id_trimmed(ctx.sc, argv) is not None
-    except RedisError:
-        done = False  # raised before any change: the call below reports it as the bridge would
-    if done:
-        XADD.calls += 1
-    else:
-        ctx.call(XADD, argv)
 
 
 def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
