@@ -29,10 +29,12 @@ from typing import Any
 
 from . import __version__
 from .persistence.store import DB_FILE, LOCK_FILE, SCHEMA_VERSION, schema_version, try_lock
+from .progress import Progress, ProgressFactory, silent
 
 META_SUFFIX = ".meta.json"
 BACKUP_RE = re.compile(r"^respqueue-\d{8}T\d{6}\.\d{3}Z\.db$")
 BUSY_TIMEOUT_S = 30.0
+STEP_PAGES = 1024  # pages the online backup copies per step (a progress update between steps)
 
 
 class BackupError(Exception):
@@ -68,7 +70,7 @@ def backup_name(now: float | None = None) -> str:
     return "respqueue-%s.%03dZ.db" % (d.strftime("%Y%m%dT%H%M%S"), d.microsecond // 1000)
 
 
-def sha256_file(path: str) -> str:
+def sha256_file(path: str, progress: Progress | None = None) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while True:
@@ -76,7 +78,14 @@ def sha256_file(path: str) -> str:
             if not b:
                 break
             h.update(b)
+            if progress is not None:
+                progress.update(len(b))
     return h.hexdigest()
+
+
+def _sha256_with_progress(path: str, label: str, progress: ProgressFactory) -> str:
+    with progress(label, os.path.getsize(path), "B") as pr:
+        return sha256_file(path, pr)
 
 
 def _s3_client() -> Any:
@@ -102,10 +111,11 @@ def _open_source(path: str) -> sqlite3.Connection:
     return conn
 
 
-def snapshot(directory: str, out_path: str, created: float | None = None) -> dict[str, Any]:
+def snapshot(directory: str, out_path: str, created: float | None = None,
+             progress: ProgressFactory = silent) -> dict[str, Any]:
     """Copy the store in ``directory`` to ``out_path`` (a new file) with the online backup API
     and return its metadata. The copy is one read transaction, so it is consistent even while
-    a server commits to the store."""
+    a server commits to the store. ``progress`` makes the progress display of each phase."""
     src_path = db_path(directory)
     if not os.path.exists(src_path):
         raise BackupError(f"no store at {src_path} (is --dir right? a server in memory mode writes none)")
@@ -117,7 +127,19 @@ def snapshot(directory: str, out_path: str, created: float | None = None) -> dic
     try:
         dst = sqlite3.connect(out_path, isolation_level=None)
         try:
-            src.backup(dst, pages=-1)  # one step: one consistent snapshot of the source
+            # One read transaction held across every step: each step copies pages of the same WAL
+            # snapshot, so the copy is consistent (and never restarts) while a server commits.
+            src.execute("BEGIN")
+            page_size = src.execute("PRAGMA page_size").fetchone()[0]
+            pages = src.execute("PRAGMA page_count").fetchone()[0]
+            with progress("backup: copying", pages * page_size, "B") as pr:
+
+                def step(_status: int, remaining: int, total: int) -> None:
+                    pr.set_total(total * page_size)
+                    pr.set((total - remaining) * page_size)
+
+                src.backup(dst, pages=STEP_PAGES, progress=step)
+            src.execute("ROLLBACK")
             # a standalone file: rollback journal, so the copy needs no -wal/-shm to be read
             dst.execute("PRAGMA journal_mode=DELETE")
             version = schema_version(dst)
@@ -129,7 +151,7 @@ def snapshot(directory: str, out_path: str, created: float | None = None) -> dic
         src.close()
     meta: dict[str, Any] = {
         "format": "respqueue-sqlite",
-        "sha256": sha256_file(out_path),
+        "sha256": _sha256_with_progress(out_path, "backup: sha256", progress),
         "size": os.path.getsize(out_path),
         "created": _dt.datetime.fromtimestamp(t0, _dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "source": f"{socket.gethostname()}:{os.path.abspath(src_path)}",
@@ -167,7 +189,8 @@ def _write_atomic(path: str, data: bytes) -> None:
 
 
 # ---- backup -----------------------------------------------------------------
-def backup(dest: str, directory: str, as_dir: bool = False, now: float | None = None) -> tuple[str, dict[str, Any]]:
+def backup(dest: str, directory: str, as_dir: bool = False, now: float | None = None,
+           progress: ProgressFactory = silent) -> tuple[str, dict[str, Any]]:
     """Back up the store in ``directory`` to ``dest``; returns (where, metadata).
 
     ``dest`` is ``s3://bucket/prefix``, a directory (``as_dir``, an existing directory or a
@@ -180,10 +203,11 @@ def backup(dest: str, directory: str, as_dir: bool = False, now: float | None = 
         key = f"{prefix}/{name}" if prefix else name
         with tempfile.TemporaryDirectory(prefix="respqueue-backup-") as td:
             tmp = os.path.join(td, name)
-            meta = snapshot(directory, tmp, now)
+            meta = snapshot(directory, tmp, now, progress)
             s3 = _s3_client()
             try:
-                s3.upload_file(tmp, loc.bucket, key)
+                with progress("backup: uploading", meta["size"], "B") as pr:
+                    s3.upload_file(tmp, loc.bucket, key, Callback=pr.update)
                 # the metadata goes last: a backup with metadata is complete
                 s3.put_object(Bucket=loc.bucket, Key=key + META_SUFFIX, Body=_meta_bytes(meta),
                               ContentType="application/json")
@@ -203,7 +227,7 @@ def backup(dest: str, directory: str, as_dir: bool = False, now: float | None = 
     os.close(fd)
     os.unlink(tmp)  # sqlite creates it
     try:
-        meta = snapshot(directory, tmp, now)
+        meta = snapshot(directory, tmp, now, progress)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -276,7 +300,7 @@ def _newest_with_meta(backups: list[str], has_meta: Any) -> str:
     return backups[-1]
 
 
-def _fetch(src: str, tmp: str) -> tuple[str, dict[str, Any] | None]:
+def _fetch(src: str, tmp: str, progress: ProgressFactory = silent) -> tuple[str, dict[str, Any] | None]:
     """Bring the backup named by ``src`` to ``tmp``; returns (its full name, metadata or None)."""
     if is_s3(src):
         loc = parse_s3(src)
@@ -299,7 +323,9 @@ def _fetch(src: str, tmp: str) -> tuple[str, dict[str, Any] | None]:
                 raise BackupError(f"no backup at {src} (no object there, and no respqueue-*.db under it)")
             key = parse_s3(_newest_with_meta(found, lambda u: exists(parse_s3(u).key + META_SUFFIX))).key
         try:
-            s3.download_file(loc.bucket, key, tmp)
+            size = s3.head_object(Bucket=loc.bucket, Key=key).get("ContentLength")
+            with progress("restore: downloading", size, "B") as pr:
+                s3.download_file(loc.bucket, key, tmp, Callback=pr.update)
         except Exception as e:
             raise BackupError(f"download of s3://{loc.bucket}/{key} failed: {e}") from None
         meta: dict[str, Any] | None = None
@@ -321,12 +347,13 @@ def _fetch(src: str, tmp: str) -> tuple[str, dict[str, Any] | None]:
         path = _newest_with_meta(found, lambda p: os.path.exists(p + META_SUFFIX))
     if not os.path.isfile(path):
         raise BackupError(f"no backup at {path}")
-    with open(path, "rb") as fi, open(tmp, "wb") as fo:
+    with open(path, "rb") as fi, open(tmp, "wb") as fo, progress("restore: copying", os.path.getsize(path), "B") as pr:
         while True:
             b = fi.read(1 << 20)
             if not b:
                 break
             fo.write(b)
+            pr.update(len(b))
         fo.flush()
         os.fsync(fo.fileno())
     meta = None
@@ -358,7 +385,7 @@ class Restored:
     warnings: list[str]  # checks that --force overrode
 
 
-def restore(src: str, directory: str, force: bool = False) -> Restored:
+def restore(src: str, directory: str, force: bool = False, progress: ProgressFactory = silent) -> Restored:
     """Restore the backup ``src`` (a file, a directory of backups, ``s3://bucket/key`` or
     ``s3://bucket/prefix``: the newest backup there) into the data directory ``directory``.
 
@@ -373,13 +400,13 @@ def restore(src: str, directory: str, force: bool = False) -> Restored:
         for p in (tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"):
             if os.path.exists(p):
                 os.unlink(p)
-        name, meta = _fetch(src, tmp)
+        name, meta = _fetch(src, tmp, progress)
         problems: list[str] = []
         if meta is None:
             problems.append(f"{name} has no metadata ({name}{META_SUFFIX} is missing), so its sha256 cannot be verified")
         else:
             want = meta.get("sha256")
-            got = sha256_file(tmp)
+            got = _sha256_with_progress(tmp, "restore: sha256", progress)
             if want != got:
                 problems.append(f"{name}: sha256 mismatch: the metadata says {want}, the file is {got}; the backup "
                                 "is damaged or is not the one the metadata describes")
@@ -434,12 +461,14 @@ def restore(src: str, directory: str, force: bool = False) -> Restored:
 
 
 # ---- command line -----------------------------------------------------------
-def cli_backup(dest: str, directory: str) -> int:
-    """``respqueue backup DEST``: prints what it wrote; exit status 0 or 1."""
+def cli_backup(dest: str, directory: str, quiet: bool = False) -> int:
+    """``respqueue backup DEST``: prints what it wrote (progress on stderr unless ``quiet``); exit status 0 or 1."""
     import sys
 
+    from .progress import for_cli
+
     try:
-        where, meta = backup(dest, directory)
+        where, meta = backup(dest, directory, progress=for_cli(quiet))
     except (BackupError, OSError) as e:
         print(f"respqueue backup: {e}", file=sys.stderr)
         return 1
@@ -449,12 +478,14 @@ def cli_backup(dest: str, directory: str) -> int:
     return 0
 
 
-def cli_restore(src: str, directory: str, force: bool = False) -> int:
-    """``respqueue restore SRC``: prints what it did; exit status 0 or 1."""
+def cli_restore(src: str, directory: str, force: bool = False, quiet: bool = False) -> int:
+    """``respqueue restore SRC``: prints what it did (progress on stderr unless ``quiet``); exit status 0 or 1."""
     import sys
 
+    from .progress import for_cli
+
     try:
-        r = restore(src, directory, force)
+        r = restore(src, directory, force, progress=for_cli(quiet))
     except (BackupError, OSError) as e:
         print(f"respqueue restore: {e}", file=sys.stderr)
         return 1

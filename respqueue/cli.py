@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("repair", "copy what can be read into a fresh store; keep the old file")):
         c = sub.add_parser(name, help=what)
         c.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+        if name == "repair":
+            add_quiet_flag(c)
     add_backup_commands(sub)
     add_history_commands(sub)
     return p
@@ -32,11 +34,19 @@ def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     b = sub.add_parser("backup", help="copy the store (online, consistent) to a file, a directory or s3://bucket/prefix")
     b.add_argument("dest", metavar="DEST", help="a file, a directory, or s3://bucket/prefix")
     b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    add_quiet_flag(b)
     r = sub.add_parser("restore", help="verify a backup and put it in place of the store (the server must be stopped)")
     r.add_argument("src", metavar="SRC", help="a backup file, a directory of backups, s3://bucket/key or"
                    " s3://bucket/prefix (the newest backup there)")
     r.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
     r.add_argument("--force", action="store_true", help="restore even without metadata or on a sha256 mismatch")
+    add_quiet_flag(r)
+
+
+def add_quiet_flag(p: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress display (respqueue/progress.py) on stderr; the summary still prints."""
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress on stderr (by default a bar on a terminal, a plain line every 2 s elsewhere)")
 
 
 def add_serve_flags(s: argparse.ArgumentParser) -> None:
@@ -117,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         from .persistence import check, repair
 
         d = Config.load({"dir": ns.dir}).dir
-        ok, msg = (check if ns.cmd == "check" else repair)(d)
+        if ns.cmd == "check":
+            ok, msg = check(d)
+        else:
+            from .progress import for_cli
+
+            ok, msg = repair(d, for_cli(ns.quiet))
         print(msg, file=sys.stdout if ok else sys.stderr)
         return 0 if ok else 1
     if ns.cmd in ("backup", "restore"):
@@ -125,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 
         d = Config.load({"dir": ns.dir}).dir
         if ns.cmd == "backup":
-            return backup.cli_backup(ns.dest, d)
-        return backup.cli_restore(ns.src, d, ns.force)
+            return backup.cli_backup(ns.dest, d, ns.quiet)
+        return backup.cli_restore(ns.src, d, ns.force, ns.quiet)
     if ns.cmd in ("history", "analytics", "enqueue"):
         return run_history_command(ns)
     build_parser().print_help()
@@ -145,6 +160,7 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     e.add_argument("--full", action="store_true", help="ignore and keep the watermark: export everything that matches")
     e.add_argument("--settle-ms", dest="settle_ms", type=int, default=2000,
                    help="leave final records younger than this for the next run, default 2000")
+    add_quiet_flag(e)
     from .analytics.job import build_parser as analytics_parser
 
     a = sub.add_parser("analytics", help="Spark analytics over job history, with an HTML report")
@@ -164,17 +180,19 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     q.add_argument("--batch", type=int, default=1000, help="jobs per addBulk call, default 1000")
     q.add_argument("--partitions", type=int, help="repartition the input into this many partitions")
     q.add_argument("--master", default="local[*]", help="Spark master, default local[*]")
+    add_quiet_flag(q)
 
 
 def run_history_command(ns: argparse.Namespace) -> int:
     """Run ``history export``, ``analytics`` or ``enqueue`` (pyspark/pyarrow are imported only here)."""
     if ns.cmd == "history":
         from .history_export import ExportError, export_history, parse_time
+        from .progress import for_cli
 
         d = ns.dir if ns.dir and ns.dir.endswith(".db") else Config.load({"dir": ns.dir}).dir
         try:
             res = export_history(d, ns.dest, parse_time(ns.since), parse_time(ns.until),
-                                 incremental=not ns.full, settle_ms=ns.settle_ms)
+                                 incremental=not ns.full, settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
         except ExportError as err:
             print(f"respqueue: {err}", file=sys.stderr)
             return 1
@@ -188,6 +206,7 @@ def run_history_command(ns: argparse.Namespace) -> int:
 
     from .analytics.job import build_session
     from .pipeline import enqueue, read_file
+    from .progress import for_cli
 
     conn: dict[str, object] = {"host": ns.host, "port": ns.port}
     if ns.password:
@@ -202,7 +221,8 @@ def run_history_command(ns: argparse.Namespace) -> int:
             df = df.repartition(ns.partitions)
         res = enqueue(df, ns.queue, name=ns.name, data_cols=ns.data_cols.split(",") if ns.data_cols else None,
                       opts=json.loads(ns.opts) if ns.opts else None, connection=conn, prefix=ns.prefix,
-                      batch_size=ns.batch, name_col=ns.name_col, job_id_col=ns.job_id_col)
+                      batch_size=ns.batch, name_col=ns.name_col, job_id_col=ns.job_id_col,
+                      progress=None if ns.quiet else for_cli())
     finally:
         if active is None:
             spark.stop()

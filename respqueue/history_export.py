@@ -30,6 +30,7 @@ import sqlite3
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -152,7 +153,8 @@ class _Sink:
         return path
 
 
-def _write_table(sink: _Sink, table: str, rows: list[tuple], time_col: str) -> tuple[list[str], set[str]]:
+def _write_table(sink: _Sink, table: str, rows: list[tuple], time_col: str,
+                 progress: Any = None) -> tuple[list[str], set[str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -171,6 +173,8 @@ def _write_table(sink: _Sink, table: str, rows: list[tuple], time_col: str) -> t
         pq.write_table(tbl, buf, compression="zstd")
         rel = f"{table}/queue={quote(q, safe='')}/date={day}/part-{uuid.uuid4().hex}.parquet"
         files.append(sink.put(rel, buf.getvalue()))
+        if progress is not None:
+            progress.update(len(grp))
     return files, {q for q, _ in groups}
 
 
@@ -183,11 +187,13 @@ def export_history(
     incremental: bool = True,
     settle_ms: int = 2000,
     now_ms: int | None = None,
+    progress: Callable[..., Any] | None = None,
 ) -> ExportResult:
     """Export new history rows from ``source`` (a data dir or a .db file) to ``dest``.
 
     ``since_ms``/``until_ms`` bound ``ts_ms`` (events) and ``finished_on`` (final records), both inclusive.
     With ``incremental`` false the watermark is neither read nor written (a one-off snapshot).
+    ``progress`` (see respqueue/progress.py) makes the display of the rows written; default none.
     """
     path = db_path(source)
     conn = connect(path)
@@ -239,8 +245,11 @@ def export_history(
     res = ExportResult(dest=key, events=len(events), finals=len(finals))
     try:
         sink = _Sink(dest)
-        f1, q1 = _write_table(sink, "job_events", events, "ts_ms")
-        f2, q2 = _write_table(sink, "job_final", finals, "finished_on")
+        from .progress import silent
+
+        with (progress or silent)("history export: writing", len(events) + len(finals), "rows") as pr:
+            f1, q1 = _write_table(sink, "job_events", events, "ts_ms", pr)
+            f2, q2 = _write_table(sink, "job_final", finals, "finished_on", pr)
         res.files = f1 + f2
         res.queues = sorted(q1 | q2)
         # Without --until every event in the snapshot was considered; with it, only up to the last exported.

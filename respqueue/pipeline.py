@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import decimal
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,12 +130,16 @@ def _partition_adder(queue: str, kw: dict[str, Any]) -> Any:
 def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | None = None,
             opts: dict[str, Any] | None = None, connection: Connection | None = None, *, prefix: str | None = None,
             batch_size: int = 1000, max_retries: int = 3, name_col: str | None = None,
-            job_id_col: str | None = None) -> EnqueueResult:
+            job_id_col: str | None = None, progress: Callable[..., Any] | None = None) -> EnqueueResult:
     """Add every row of the Spark DataFrame ``df`` to BullMQ queue ``queue``; one addBulk stream per partition.
 
     ``data_cols`` picks the columns that form each job's data (default: all); ``name`` is the job name, or
     take it per row from ``name_col``; ``opts`` are BullMQ job options for every job; ``connection`` is a
     bullmq connection (dict of redis-py options or a redis:// URL), default 127.0.0.1:6379.
+
+    ``progress`` (a factory from respqueue/progress.py; default none) shows jobs added so far, out of
+    ``df.count()`` (an extra pass over the input, only then), as the queue's id counter grows: BullMQ's
+    add scripts INCR it once per job, so jobs other producers add meanwhile count too.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -145,10 +150,66 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
     kw = {"name": name, "data_cols": data_cols, "opts": opts, "connection": connection, "prefix": prefix,
           "batch_size": batch_size, "max_retries": max_retries, "name_col": name_col, "job_id_col": job_id_col}
     t0 = time.time()
-    parts = df.rdd.mapPartitionsWithIndex(_partition_adder(queue, kw)).collect()
+    watcher = None
+    if progress is not None:
+        pr = progress(f"enqueue: {queue}", df.count(), "jobs")
+        watcher = _CounterWatch(connection, prefix, queue, pr)
+    try:
+        parts = df.rdd.mapPartitionsWithIndex(_partition_adder(queue, kw)).collect()
+    except BaseException:
+        if watcher is not None:
+            watcher.stop(None)
+        raise
     parts.sort(key=lambda p: p["partition"])
-    return EnqueueResult(queue=queue, total=sum(p["added"] for p in parts), partitions=parts,
-                         seconds=time.time() - t0)
+    res = EnqueueResult(queue=queue, total=sum(p["added"] for p in parts), partitions=parts,
+                        seconds=time.time() - t0)
+    if watcher is not None:
+        watcher.stop(res.total)
+    return res
+
+
+class _CounterWatch:
+    """Polls the queue's id counter (``<prefix>:<queue>:id``) from the driver and feeds a Progress."""
+
+    def __init__(self, connection: Connection | None, prefix: str | None, queue: str, pr: Any,
+                 every_s: float = 0.25) -> None:
+        import redis
+
+        if isinstance(connection, str):
+            self.client = redis.Redis.from_url(connection, socket_timeout=5)
+        else:
+            self.client = redis.Redis(**{"host": "127.0.0.1", "port": 6379, "socket_timeout": 5, **(connection or {})})
+        self.key = f"{prefix or 'bull'}:{queue}:id"
+        self.pr = pr
+        self.every_s = every_s
+        self.base = self._read() or 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="respqueue-enqueue-progress", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> int | None:
+        try:
+            v = self.client.get(self.key)
+            return int(v) if v is not None else 0
+        except Exception:  # progress is best effort: a hiccup skips one update
+            return None
+
+    def _run(self) -> None:
+        while not self.done.wait(self.every_s):
+            v = self._read()
+            if v is not None:
+                self.pr.set(max(0, v - self.base))
+
+    def stop(self, total: int | None) -> None:
+        """Stop polling; with the final ``total``, show it and finish the display."""
+        self.done.set()
+        self.thread.join()
+        if total is not None:
+            self.pr.set(total)
+            self.pr.close()
+        else:
+            self.pr.abort()
+        self.client.close()
 
 
 def read_file(spark: Any, path: str) -> Any:

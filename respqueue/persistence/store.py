@@ -399,8 +399,25 @@ def check(directory: str) -> tuple[bool, str]:
     return True, f"{path}: ok (schema version {v}, {nkeys} keys)"
 
 
-def repair(directory: str) -> tuple[bool, str]:
-    """``respqueue repair``: copy every readable row into a fresh file; the old one is kept as .corrupt-<ts>."""
+def _count_rows(conn: sqlite3.Connection, tables: tuple[str, ...]) -> int | None:
+    """Rows in ``tables`` (missing ones count 0), or None when a count cannot be read (damage)."""
+    total = 0
+    for table in tables:
+        try:
+            total += conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - fixed names
+        except sqlite3.DatabaseError as e:
+            if not str(e).startswith("no such table"):
+                return None
+    return total
+
+
+def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[bool, str]:
+    """``respqueue repair``: copy every readable row into a fresh file; the old one is kept as .corrupt-<ts>.
+
+    ``progress`` (see respqueue/progress.py) makes the display of the rows copied; default none."""
+    from ..progress import silent
+
+    progress = progress or silent
     path = os.path.join(directory, DB_FILE)
     if not os.path.exists(path):
         return False, f"{path}: no store here"
@@ -420,6 +437,7 @@ def repair(directory: str) -> tuple[bool, str]:
     except sqlite3.DatabaseError as e:
         new.close()
         return False, f"{path}: cannot be opened at all: {e}"
+    pr = progress("repair: copying rows", _count_rows(old, ALL_TABLES + HISTORY_TABLES), "rows")
     new.execute("BEGIN")
     for table in ALL_TABLES:
         try:
@@ -435,6 +453,7 @@ def repair(directory: str) -> tuple[bool, str]:
                 ph = ",".join("?" * len(rows[0]))
                 new.executemany(f"INSERT OR REPLACE INTO {table} VALUES({ph})", rows)  # noqa: S608
                 saved += len(rows)
+                pr.update(len(rows))
         except sqlite3.DatabaseError as e:
             if table in _LATER_TABLES and str(e).startswith("no such table"):
                 continue  # a store of an earlier schema version: it never had this table
@@ -453,9 +472,11 @@ def repair(directory: str) -> tuple[bool, str]:
                 if not rows:
                     break
                 new.executemany(f"INSERT OR REPLACE INTO {table}({','.join(cols)}) VALUES({ph})", rows)  # noqa: S608
+                pr.update(len(rows))
         except sqlite3.DatabaseError as e:
             lost.append(f"{table}: {e}")
     new.execute("COMMIT")
+    pr.close()
     old.close()
     new.close()
     if core_lost == len(ALL_TABLES):
