@@ -2,22 +2,23 @@
 
 On a terminal (the stream's ``isatty()``) a bar is redrawn in place with ``\\r``::
 
-    backup: copying  [##########..........]  52%  12.4 MiB/23.8 MiB  31.0 MiB/s  ETA 0:00
+    backup: copying [##########..........] 52% 12.4/23.8 MiB 31.0 MiB/s ETA 0:00
 
-at most ten times a second, and finished with a newline by :meth:`Progress.close`. Anywhere else
+at most ten times a second, fitted to the terminal's width, and finished with a newline by :meth:`Progress.close`. Anywhere else
 (a pipe, a log file, CI) it writes a plain line every ``interval`` seconds (2 s by default; the
 environment variable ``RESPQUEUE_PROGRESS_INTERVAL`` overrides it, 0 means on every update)::
 
-    backup: copying: 12.4 MiB/23.8 MiB (52%), 31.0 MiB/s, ETA 0:00
+    backup: copying: 12.4/23.8 MiB (52%), 31.0 MiB/s, ETA 0:00
 
 and, when it wrote any such line, a last one at :meth:`Progress.close` (``backup: copying: done,
-23.8 MiB/23.8 MiB (100%), 30.2 MiB/s, in 0:01``), so work that finishes within the interval prints
+23.8/23.8 MiB (100%), 30.2 MiB/s, in 0:01``), so work that finishes within the interval prints
 nothing. ``quiet`` silences it. It writes to stderr: a command's own
 output (its summary line) stays on stdout, unchanged. No dependency.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -36,6 +37,14 @@ def _interval_from_env() -> float:
     except ValueError:
         return DEFAULT_INTERVAL_S
     return v if v >= 0 else DEFAULT_INTERVAL_S
+
+
+def _columns(stream: IO[str]) -> int:
+    """The terminal's width (80 when it does not say)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return 80
 
 
 def format_count(n: float, unit: str) -> str:
@@ -74,6 +83,7 @@ class Progress:
         interval: float | None = None,
         tty: bool | None = None,
         clock: Any = time.monotonic,
+        columns: int | None = None,
     ) -> None:
         self.label = label
         self.total = total
@@ -87,6 +97,7 @@ class Progress:
             except (AttributeError, ValueError):
                 tty = False
         self.tty = tty
+        self.columns = columns if columns is not None else (_columns(self.stream) if tty else 80)
         self.interval = _interval_from_env() if interval is None else interval
         self.clock = clock
         self.start = clock()
@@ -166,7 +177,10 @@ class Progress:
     def _parts(self, now: float, final: bool = False) -> tuple[str, str, str, str]:
         """(fraction text, percentage, rate, ETA or, once finished, the time taken)."""
         if self.total is not None and self.unit == "B":
-            amount = f"{format_bytes(self.done)}/{format_bytes(self.total)}"
+            done, total = format_bytes(self.done), format_bytes(self.total)
+            if done.split()[1] == total.split()[1]:  # 12.4/23.8 MiB
+                done = done.split()[0]
+            amount = f"{done}/{total}"
         elif self.total is not None:
             amount = f"{self.done:,}/{self.total:,}" + (f" {self.unit}" if self.unit else "")
         else:
@@ -179,14 +193,16 @@ class Progress:
         return amount, pct, rate, "" if eta is None else "ETA " + format_eta(eta)
 
     def render_bar(self, now: float | None = None, final: bool = False) -> str:
+        """The terminal line; the bar narrows (down to 5, else it goes) so the line fits ``columns - 1``."""
         now = self.clock() if now is None else now
         amount, pct, rate, eta = self._parts(now, final)
-        if self.total:
-            filled = min(BAR_WIDTH, int(BAR_WIDTH * self.done / self.total))
-            bar = "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
-        else:
-            bar = ""
-        return "  ".join(p for p in (self.label, bar, pct.strip(), amount, rate, eta) if p)
+        rest = [p for p in (pct.strip(), amount, rate, eta) if p]
+        room = self.columns - 1 - len(" ".join([self.label, *rest])) - 3
+        width = min(BAR_WIDTH, room)
+        if self.total and width >= 5:
+            filled = min(width, int(width * self.done / self.total))
+            rest.insert(0, "[" + "#" * filled + "." * (width - filled) + "]")
+        return " ".join([self.label, *rest])
 
     def render_line(self, now: float | None = None, final: bool = False) -> str:
         now = self.clock() if now is None else now
@@ -196,7 +212,8 @@ class Progress:
 
     def _draw(self, now: float, final: bool = False) -> None:
         # \r to the start of the line, the bar, then erase what a longer earlier bar left.
-        self.stream.write("\r" + self.render_bar(now, final) + "\x1b[K")
+        # Cut to the terminal's width: a wrapped line could not be redrawn in place.
+        self.stream.write("\r" + self.render_bar(now, final)[: max(self.columns - 1, 20)] + "\x1b[K")
         self.stream.flush()
         self.drawn = True
         self.last_out = now

@@ -4,6 +4,7 @@ unchanged. The CLI runs as a real process, on a pipe or under a pseudo-terminal 
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import io
 import os
@@ -12,8 +13,10 @@ import re
 import select
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -44,6 +47,7 @@ def cli_in_pty(*args: str) -> tuple[int, str, str]:
     """Run the CLI with stderr on a pseudo-terminal (stdout on a pipe): (exit status, stdout, what the
     terminal received)."""
     master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     p = subprocess.Popen(
         [sys.executable, "-m", "respqueue", *args], stdout=subprocess.PIPE, stderr=slave, env=_env(), cwd=ROOT
     )
@@ -98,10 +102,22 @@ def test_bar_on_a_terminal_redraws_with_rate_and_eta():
     p.close()
     text = out.getvalue()
     frames = text.split("\r")[1:]
-    assert frames[0] == "export  [####................]  20%  200/1,000 rows  200 rows/s  ETA 0:04\x1b[K"
-    assert frames[3] == "export  [################....]  80%  800/1,000 rows  200 rows/s  ETA 0:01\x1b[K"
-    assert frames[-1] == "export  [################....]  80%  800/1,000 rows  200 rows/s  in 0:04\x1b[K\n"
+    assert frames[0] == "export [####................] 20% 200/1,000 rows 200 rows/s ETA 0:04\x1b[K"
+    assert frames[3] == "export [################....] 80% 800/1,000 rows 200 rows/s ETA 0:01\x1b[K"
+    assert frames[-1] == "export [################....] 80% 800/1,000 rows 200 rows/s in 0:04\x1b[K\n"
     assert "\n" not in text[:-1]  # one terminal line, redrawn
+
+
+def test_bar_fits_the_terminal_width():
+    clock = Clock()
+    p = Progress("restore: downloading", 25 << 20, "B", stream=io.StringIO(), tty=True, clock=clock, columns=70)
+    clock.t += 1
+    p.set(10 << 20)
+    assert p.render_bar() == "restore: downloading [###.....] 40% 10.0/25.0 MiB 10.0 MiB/s ETA 0:02"  # 69 columns
+    p.columns = 100
+    assert "[########............]" in p.render_bar()  # room for the full 20
+    p.columns = 60  # too narrow for a bar: the figures stay, the bar goes
+    assert p.render_bar() == "restore: downloading 40% 10.0/25.0 MiB 10.0 MiB/s ETA 0:02"
 
 
 def test_bar_redraws_at_most_ten_times_a_second():
@@ -144,7 +160,7 @@ def test_unknown_total_failure_and_formats():
     p = Progress("enqueue", None, "jobs", stream=out, tty=True, clock=clock)
     clock.t += 2
     p.set(5000)
-    assert p.eta() is None and out.getvalue() == "\renqueue  5,000 jobs  2,500 jobs/s\x1b[K"
+    assert p.eta() is None and out.getvalue() == "\renqueue 5,000 jobs 2,500 jobs/s\x1b[K"
     with pytest.raises(RuntimeError), p:
         raise RuntimeError("boom")
     assert out.getvalue().endswith("\x1b[K\n")  # the bar's line ended, no final state drawn
@@ -170,7 +186,8 @@ def test_backup_and_restore_print_plain_progress_lines_off_a_terminal(store, tmp
     copying = plain_lines(p.stderr, "backup: copying")
     pcts = [int(m["pct"]) for m in copying if not m["done"]]
     assert len(pcts) >= 3 and pcts == sorted(pcts) and pcts[-1] == 100, p.stderr  # several steps, in order
-    assert copying[-1]["done"] and copying[-1]["amount"] == f"{format_bytes(size)}/{format_bytes(size)}"
+    mib = format_bytes(size)
+    assert copying[-1]["done"] and copying[-1]["amount"] == f"{mib.split()[0]}/{mib}"
     assert plain_lines(p.stderr, "backup: sha256")[-1]["done"]
     assert "\r" not in p.stderr
 
@@ -213,9 +230,10 @@ def test_backup_under_a_terminal_draws_a_bar(store, tmp_path):
     rc, stdout, term = cli_in_pty("backup", dest, "--dir", store)
     assert rc == 0, term
     assert stdout.startswith(f"wrote {dest} (") and stdout.endswith(f"wrote {dest}.meta.json\n")
-    assert "\rbackup: copying  [" in term and "ETA " in term and "MiB/s" in term, term
-    assert re.search(r"\rbackup: copying  \[#{20}\]  100%  [^\r]* in \d+:\d\d\x1b\[K\r?\n", term), term
-    assert "\rbackup: sha256  [" in term
+    assert "\rbackup: copying [" in term and "ETA " in term and "MiB/s" in term, term
+    assert re.search(r"\rbackup: copying \[#{20}\] 100% [^\r]* in \d+:\d\d\x1b\[K\r?\n", term), term
+    assert "\rbackup: sha256 [" in term
+    assert all(len(frame.split("\x1b")[0]) <= 79 for frame in term.split("\r")), term  # an 80-column terminal
     rc, stdout, term = cli_in_pty("backup", str(tmp_path / "tty-q.db"), "--dir", store, "--quiet")
     assert rc == 0 and term == "" and stdout.startswith("wrote ")
 
