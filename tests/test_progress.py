@@ -24,7 +24,7 @@ import pytest
 from respqueue.progress import Progress, format_bytes, format_eta
 
 from .servers import ROOT
-from .test_backup import _env, make_store, read_strings
+from .test_backup import _bucket, _env, make_store, read_strings, s3  # noqa: F401 - s3 is a fixture
 
 ROWS = 20_000  # 20,000 rows of 400 bytes: a ~10 MiB store, three online-backup steps of 1,024 pages
 
@@ -36,8 +36,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     return d
 
 
-def cli(*args: str, interval: str | None = "0") -> subprocess.CompletedProcess[str]:
-    env = _env(**({"RESPQUEUE_PROGRESS_INTERVAL": interval} if interval is not None else {}))
+def cli(*args: str, interval: str | None = "0", **extra: str) -> subprocess.CompletedProcess[str]:
+    env = _env(**extra, **({"RESPQUEUE_PROGRESS_INTERVAL": interval} if interval is not None else {}))
     return subprocess.run(
         [sys.executable, "-m", "respqueue", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
     )
@@ -197,6 +197,24 @@ def test_backup_and_restore_print_plain_progress_lines_off_a_terminal(store, tmp
     assert plain_lines(r.stderr, "restore: copying")[-1]["done"]
     assert plain_lines(r.stderr, "restore: sha256")[-1]["done"]
     assert len(read_strings(str(tmp_path / "restored" / "respqueue.db"))) == ROWS
+
+
+def test_s3_upload_and_download_progress(store, tmp_path, s3):  # noqa: F811 - the s3 fixture
+    _bucket(s3, "rq-progress")
+    p = cli("backup", "s3://rq-progress/p", "--dir", store, **s3)
+    assert p.returncode == 0, p.stderr
+    assert re.fullmatch(
+        r"wrote (s3://rq-progress/p/respqueue-\S+\.db) \(\d+ bytes, sha256 [0-9a-f]{64}\)\nwrote \1\.meta\.json\n",
+        p.stdout,
+    )
+    up = plain_lines(p.stderr, "backup: uploading")
+    size = format_bytes(os.path.getsize(os.path.join(store, "respqueue.db")))
+    assert up[-1]["done"] and up[-1]["amount"] == f"{size.split()[0]}/{size}", p.stderr
+    r = cli("restore", "s3://rq-progress/p", "--dir", str(tmp_path / "r"), **s3)
+    assert r.returncode == 0, r.stderr
+    down = plain_lines(r.stderr, "restore: downloading")
+    assert down[-1]["done"] and down[-1]["amount"] == up[-1]["amount"]
+    assert len(read_strings(str(tmp_path / "r" / "respqueue.db"))) == ROWS
 
 
 def test_quiet_and_the_default_interval_keep_stderr_empty(store, tmp_path):
