@@ -61,6 +61,7 @@ placeholder="id"> <button>show</button></form><div id="timeline" class="mute">Pi
 const $=s=>document.querySelector(s);
 const esc=v=>String(v==null?"":v).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]));
 const num=n=>n==null?"-":(typeof n==="number"&&!Number.isInteger(n)?n.toFixed(3):String(n));
+const hm=ms=>{const d=new Date(ms);return d.getHours()+":"+String(d.getMinutes()).padStart(2,"0");};
 const when=ms=>ms?new Date(ms).toLocaleTimeString():"-";
 const ago=s=>s==null?"-":(s<60?s.toFixed(1)+" s":s<3600?(s/60).toFixed(1)+" min":(s/3600).toFixed(1)+" h");
 function qid(o){return JSON.stringify({db:o.db,prefix:o.prefix,queue:o.queue});}
@@ -76,18 +77,18 @@ async function act(action,q,extra){
   flash(r.ok?action+": done":action+" failed: "+(j.error||r.status));refresh();
 }
 function bars(points,keys,colors){
-  const W=560,H=150,P=28,n=points.length;let max=1;
-  for(const p of points)for(const k of keys)max=Math.max(max,p[k]);
+  const W=560,H=150,P=36,n=points.length;let max=1;
+  for(const p of points)for(const k of keys)max=Math.max(max,p[k]);max=Math.ceil(max/4)*4;
   const bw=(W-P)/n;let s='<svg viewBox="0 0 '+W+' '+H+'" width="100%" role="img">';
   for(let g=0;g<=4;g++){const y=H-16-(H-24)*g/4;s+='<line x1="'+P+'" x2="'+W+'" y1="'+y+'" y2="'+y+
     '" stroke="#eef0f4"/><text x="'+(P-4)+'" y="'+(y+3)+'" text-anchor="end">'+Math.round(max*g/4)+'</text>';}
   points.forEach((p,i)=>{keys.forEach((k,j)=>{const h=(H-24)*p[k]/max;const w=bw/keys.length;
     s+='<rect x="'+(P+i*bw+j*w)+'" y="'+(H-16-h)+'" width="'+Math.max(1,w-0.5)+'" height="'+h+'" fill="'+colors[j]+'"/>';});
-    if(i%18===0)s+='<text x="'+(P+i*bw)+'" y="'+(H-3)+'">'+new Date(p[0]).toLocaleTimeString().slice(0,5)+'</text>';});
+    if(i%18===0)s+='<text x="'+(P+i*bw)+'" y="'+(H-3)+'">'+hm(p[0])+'</text>';});
   return s+'</svg>';
 }
 function line(points){
-  const W=560,H=150,P=28,n=points.length;let s='<svg viewBox="0 0 '+W+' '+H+'" width="100%" role="img">';
+  const W=560,H=150,P=36,n=points.length;let s='<svg viewBox="0 0 '+W+' '+H+'" width="100%" role="img">';
   for(let g=0;g<=4;g++){const y=H-16-(H-24)*g/4;s+='<line x1="'+P+'" x2="'+W+'" y1="'+y+'" y2="'+y+
     '" stroke="#eef0f4"/><text x="'+(P-4)+'" y="'+(y+3)+'" text-anchor="end">'+(25*g)+'%</text>';}
   let d="";points.forEach((p,i)=>{const fin=p[2]+p[3];if(!fin)return;const x=P+(i+0.5)*(W-P)/n;
@@ -152,6 +153,8 @@ async function refresh(){try{const r=await fetch("/api/overview",{credentials:"s
   if(r.ok)render(await r.json());else $("#updated").textContent="error "+r.status;}
   catch(e){$("#updated").textContent="server unreachable";}}
 refresh();setInterval(refresh,5000);
+{const m=/^#(.+)\/([^\/]+)$/.exec(decodeURIComponent(location.hash));  // #queue/job opens its timeline
+ if(m){$("#lq").value=m[1];$("#lj").value=m[2];timeline(JSON.stringify({db:0,prefix:"bull",queue:m[1]}),m[2]);}}
 </script></body></html>
 """
 
