@@ -155,8 +155,8 @@ class Dashboard:
         v = self._data(db).get(key)
         if v is None or getattr(v, "rtype", None) != b"list":
             return []
-        items = list(v)
-        return items[::-1][:n]  # next in line (the right end) first
+        k = len(v)
+        return [v.get(k - 1 - i) for i in range(min(n, k))]  # next in line (the right end) first
 
     # ---- GET /api/overview ------------------------------------------------------------------
     async def overview(self, req: Request) -> Response:

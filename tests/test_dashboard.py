@@ -188,6 +188,8 @@ async def _actions(port: int, mport: int) -> dict[str, Any]:
         await wait_for(lambda: _state(Job, q, flaky.id, "failed"))
         overview = (await asyncio.to_thread(request, mport, "GET", "/api/overview"))[1]
         got["failure_listed"] = any(f["id"] == flaky.id and f["queue"] == "acts" for f in overview["failures"])
+        got["failed_jobs"] = (await asyncio.to_thread(request, mport, "GET", "/api/jobs?queue=acts&state=failed"))[1]
+        got["delayed_jobs"] = (await asyncio.to_thread(request, mport, "GET", "/api/jobs?queue=acts&state=delayed"))[1]
         # retry: the worker runs it again, and this time it completes
         got["retry"] = await asyncio.to_thread(action, mport, "retry", "acts", id=flaky.id)
         await wait_for(lambda: _state(Job, q, flaky.id, "completed"))
@@ -234,6 +236,9 @@ def test_actions_end_to_end(server):
     got = asyncio.run(_actions(srv.port, mport))
     ids = got["ids"]
     assert got["failure_listed"]
+    assert [(j["id"], j["name"], j["failedReason"]) for j in got["failed_jobs"]["jobs"]] == \
+        [(ids["flaky"], "flaky", "first run fails")]
+    assert [(j["id"], j["name"], j["delay"]) for j in got["delayed_jobs"]["jobs"]] == [(ids["later"], "later", 3_600_000)]
     assert got["retry"] == {"id": ids["flaky"], "state": "waiting"}
     assert got["flaky_runs"] == 2
     assert got["retry_again"] == 409
