@@ -162,6 +162,7 @@ class Dashboard:
     async def overview(self, req: Request) -> Response:
         now_ms = int(time.time() * 1000)
         m = self.m
+        m.refresh()
         queues = []
         failures: list[dict[str, Any]] = []
         delayed: list[dict[str, Any]] = []

@@ -15,7 +15,9 @@
 
 Queues are found from their keys (``<prefix>:<queue>:meta`` or ``:events``): the
 keyspace is scanned at start and then every :data:`RESCAN_S` seconds in the background, in chunks between
-which the loop serves clients; a queue the capture sees for the first time is added at once.
+which the loop serves clients, and before a scrape or a dashboard read when the list is older than 2 s (at once
+on a keyspace of up to 50,000 keys, else in the background); a queue the capture sees for the first time is
+added at once.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ _MARKS = (b":meta", b":events")
 # any of these keeps a queue the capture counted listed
 _ANY = (b"meta", b"events", b"id", b"wait", b"active", b"delayed", b"prioritized", b"completed", b"failed",
         b"paused", b"waiting-children")
-RESCAN_S = 10.0
+RESCAN_S = 10.0  # background rescans
+FRESH_S = 2.0  # a scrape or the dashboard rescans a list older than this...
+SYNC_SCAN_KEYS = 50_000  # ...at once up to this many keys (a few ms), else in the background
 SCAN_CHUNK = 20_000
 SLOT_MS = 10_000  # the dashboard's time series: 10-second slots
 SLOTS = 360  # one hour
@@ -123,7 +127,9 @@ class QueueMetrics:
         self.stats: dict[QueueKey, QueueStats] = {}
         self.queues: dict[QueueKey, bytes] = {}  # -> key base b"<prefix>:<queue>:"
         self._task: asyncio.Task[None] | None = None
+        self._scan: asyncio.Task[None] | None = None
         self.scans = 0
+        self.last_scan = 0.0
 
     # ---- called by compat/history.py (hot path: a few dict operations) ---------------------------
     def _get(self, db: int, prefix: str, queue: str) -> QueueStats:
@@ -197,6 +203,17 @@ class QueueMetrics:
                 found[k] = base
         self.queues = found
         self.scans += 1
+        self.last_scan = time.monotonic()
+
+    def refresh(self) -> None:
+        """Before a scrape or a dashboard read: rescan a list older than FRESH_S, at once on a small
+        keyspace, else in the background (this read uses the list as it is)."""
+        if time.monotonic() - self.last_scan < FRESH_S:
+            return
+        if sum(len(db.data) for db in self.server.dbs) <= SYNC_SCAN_KEYS:
+            self.scan_now()
+        elif self._scan is None or self._scan.done():
+            self._scan = asyncio.get_running_loop().create_task(self.rescan())
 
     def _exists(self, dbi: int, base: bytes) -> bool:
         data = self.server.dbs[dbi].data
@@ -247,6 +264,7 @@ class QueueMetrics:
 
     # ---- /metrics ----------------------------------------------------------------------------------------
     def write(self, e: Any) -> None:
+        self.refresh()
         queues = sorted(self.queues)
         snaps = {k: self.snapshot(k) for k in queues}
 

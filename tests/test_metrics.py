@@ -246,3 +246,49 @@ def test_metrics_port_off_by_default():
         assert "metrics and dashboard" not in srv.output()
     finally:
         srv.stop()
+
+
+def test_metrics_flags_have_env_and_toml_twins(tmp_path):
+    from respqueue.config import Config
+
+    assert Config.load({}, {}).metrics_port == 0 and Config.load({}, {}).metrics_host is None
+    env = {"RESPQUEUE_METRICS_PORT": "9121", "RESPQUEUE_METRICS_HOST": "0.0.0.0"}
+    cfg = Config.load({}, env)
+    assert (cfg.metrics_port, cfg.metrics_host) == (9121, "0.0.0.0")
+    toml = tmp_path / "rq.toml"
+    toml.write_text('metrics_port = 9200\nmetrics-host = "127.0.0.2"\n')
+    cfg = Config.load({"config": str(toml)}, {})
+    assert (cfg.metrics_port, cfg.metrics_host) == (9200, "127.0.0.2")
+    assert Config.load({"config": str(toml), "metrics_port": 9300}, env).metrics_port == 9300
+    with pytest.raises(ValueError, match="RESPQUEUE_METRICS_PORT must be an integer"):
+        Config.load({}, {"RESPQUEUE_METRICS_PORT": "lots"})
+
+
+def test_memory_mode_queue_found_without_history():
+    """--durability memory: no store and no history, but queues and their counts are read from the keys."""
+    mport = free_port()
+    srv = start_respqueue("--metrics-port", str(mport), "--durability", "memory")
+    try:
+        r = redis.Redis(port=srv.port)
+        r.hset("pfx:raw:meta", "opts.maxLenEvents", "10000")
+        r.lpush("pfx:raw:wait", "1", "2")  # "1" is next in line (the right end)
+        r.hset("pfx:raw:1", mapping={"name": "x", "timestamp": int(time.time() * 1000) - 5000})
+        r.zadd("pfx:raw:failed", {"9": 1})
+        r.hset("pfx:raw:1:failed", "child", "reason")  # a parent's key: not a queue
+        deadline = time.time() + 20
+        while True:
+            fams = scrape(mport)
+            if any(s.labels.get("queue") == "raw" for s in fams["respqueue_bullmq_jobs"].samples):
+                break
+            assert time.time() < deadline, "queue not found"
+            time.sleep(0.5)
+        assert value(fams, "respqueue_bullmq_jobs", queue="raw", prefix="pfx", state="wait") == 2
+        assert value(fams, "respqueue_bullmq_jobs", queue="raw", prefix="pfx", state="failed") == 1
+        assert value(fams, "respqueue_bullmq_oldest_waiting_job_age_seconds", queue="raw") >= 4
+        assert not any(s.labels.get("prefix") == "pfx:raw" for s in fams["respqueue_bullmq_jobs"].samples)
+        assert "respqueue_store_commits" not in fams
+        assert value(fams, "respqueue_store_info", durability="memory") == 1
+        assert fams["respqueue_bullmq_jobs_completed"].samples == []  # totals come from the history capture
+        r.close()
+    finally:
+        srv.stop()
