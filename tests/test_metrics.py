@@ -238,6 +238,14 @@ def test_http_errors_and_keepalive(server):
     with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:
         s.sendall(b"POST /api/action HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n")
         assert s.recv(65536).startswith(b"HTTP/1.1 413")
+    for raw, want in ((b"POST /api/action HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"HTTP/1.1 501"),
+                      (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", b"HTTP/1.1 400"),
+                      (b"GET /metrics SPDY/3\r\n\r\n", b"HTTP/1.1 400"),
+                      (b"GET /" + b"x" * 20000 + b" HTTP/1.1\r\n\r\n", b"HTTP/1.1 400")):
+        with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:
+            s.sendall(raw)
+            assert s.recv(65536).startswith(want), raw[:60]
+    assert http_get(mport, "/metrics")[0] == 200  # still serving
 
 
 def test_metrics_port_off_by_default():
