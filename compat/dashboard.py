@@ -35,8 +35,18 @@ from respqueue.resp import RedisError
 
 LIST_STATES = ("wait", "active", "paused")
 ZSET_STATES = ("delayed", "prioritized", "waiting-children", "completed", "failed")
-JOB_FIELDS = (b"name", b"timestamp", b"processedOn", b"finishedOn", b"failedReason", b"atm", b"delay",
-              b"priority", b"returnvalue", b"progress")
+JOB_FIELDS = (
+    b"name",
+    b"timestamp",
+    b"processedOn",
+    b"finishedOn",
+    b"failedReason",
+    b"atm",
+    b"delay",
+    b"priority",
+    b"returnvalue",
+    b"progress",
+)
 TEXT_LIMIT = 2000
 
 
@@ -173,8 +183,7 @@ class Dashboard:
             st = m.stats.get(k)
             q: dict[str, Any] = {"db": db, "prefix": prefix, "queue": queue, **snap}
             if st is not None:
-                q["totals"] = {"added": st.added, "completed": st.completed, "failed": st.failed,
-                               "retried": st.retried}
+                q["totals"] = {"added": st.added, "completed": st.completed, "failed": st.failed, "retried": st.retried}
                 q["wait"] = percentiles(st.recent_wait)
                 q["run"] = percentiles(st.recent_run)
                 series = st.series(now_ms, 90)
@@ -201,11 +210,16 @@ class Dashboard:
         delayed.sort(key=lambda j: j["dueOn"])
         if total_series is None:
             total_series = [[(now_ms // 10_000 - 89 + i) * 10_000, 0, 0, 0] for i in range(90)]
-        return json_response({
-            "now": now_ms, "queues": queues, "failures": failures[:20], "delayed": delayed[:20],
-            "series": {"slot_ms": 10_000, "points": total_series},
-            "history": self.server.history is not None,
-        })
+        return json_response(
+            {
+                "now": now_ms,
+                "queues": queues,
+                "failures": failures[:20],
+                "delayed": delayed[:20],
+                "series": {"slot_ms": 10_000, "points": total_series},
+                "history": self.server.history is not None,
+            }
+        )
 
     # ---- GET /api/jobs -------------------------------------------------------------------------
     async def jobs(self, req: Request) -> Response:
@@ -268,11 +282,14 @@ class Dashboard:
             cur = await conn.execute(
                 "SELECT ts_ms, event, attempt, worker, failed_reason, returnvalue_size, delay_ms, job_name"
                 " FROM job_events WHERE prefix=? AND queue=? AND job_id=? ORDER BY id LIMIT 500",
-                (prefix, queue, jid))
+                (prefix, queue, jid),
+            )
             events = [dict(r) for r in await cur.fetchall()]
             cur = await conn.execute(
                 "SELECT state, timestamp, processed_on, finished_on, attempts_made, failed_reason, returnvalue"
-                " FROM job_final WHERE prefix=? AND queue=? AND job_id=? ORDER BY finished_on", (prefix, queue, jid))
+                " FROM job_final WHERE prefix=? AND queue=? AND job_id=? ORDER BY finished_on",
+                (prefix, queue, jid),
+            )
             finals = [dict(r) for r in await cur.fetchall()]
         for f in finals:
             f["returnvalue"] = _clip(f["returnvalue"], 300)
@@ -389,8 +406,20 @@ def _retry(ops: Ops, body: dict[str, Any]) -> dict[str, Any]:
     if parent is not None and ops("EXISTS", parent):
         if ops("ZREM", parent + b":unsuccessful", jk) or ops("HDEL", parent + b":failed", jk):
             ops("SADD", parent + b":dependencies", jk)
-    ops("XADD", ops.k("events"), "MAXLEN", "~", _max_events(ops), "*", "event", "waiting", "jobId", jid,
-        "prev", "failed")
+    ops(
+        "XADD",
+        ops.k("events"),
+        "MAXLEN",
+        "~",
+        _max_events(ops),
+        "*",
+        "event",
+        "waiting",
+        "jobId",
+        jid,
+        "prev",
+        "failed",
+    )
     return {"id": _s(jid), "state": "waiting"}
 
 
@@ -415,8 +444,7 @@ def _delete_job(ops: Ops, jid: bytes) -> None:
         dk = ops.k(b"de:" + deid)
         if ops("GET", dk) == jid:
             ops("DEL", dk)
-    ops("DEL", jk, jk + b":logs", jk + b":dependencies", jk + b":processed", jk + b":failed",
-        jk + b":unsuccessful")
+    ops("DEL", jk, jk + b":logs", jk + b":dependencies", jk + b":processed", jk + b":failed", jk + b":unsuccessful")
 
 
 def _remove(ops: Ops, body: dict[str, Any]) -> dict[str, Any]:
@@ -437,8 +465,7 @@ def _remove(ops: Ops, body: dict[str, Any]) -> dict[str, Any]:
         if ops("ZREM", ops.k(s), jid):
             prev = s
     _delete_job(ops, jid)
-    ops("XADD", ops.k("events"), "MAXLEN", "~", _max_events(ops), "*", "event", "removed", "jobId", jid,
-        "prev", prev)
+    ops("XADD", ops.k("events"), "MAXLEN", "~", _max_events(ops), "*", "event", "removed", "jobId", jid, "prev", prev)
     return {"id": _s(jid), "removed": True, "prev": prev}
 
 
@@ -503,8 +530,7 @@ def _json(v: bytes | None) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
-ACTIONS = {"retry": _retry, "promote": _promote, "remove": _remove, "clean": _clean, "pause": _pause,
-           "resume": _resume}
+ACTIONS = {"retry": _retry, "promote": _promote, "remove": _remove, "clean": _clean, "pause": _pause, "resume": _resume}
 
 
 def register_routes(server: Any, metrics: QueueMetrics) -> Dashboard:

@@ -36,16 +36,32 @@ log = logging.getLogger("respqueue")
 
 #: state -> key suffix, as BullMQ's getCounts reads them (lists: wait, active, paused; the rest zsets)
 STATES: tuple[tuple[str, bytes], ...] = (
-    ("wait", b"wait"), ("active", b"active"), ("paused", b"paused"), ("delayed", b"delayed"),
-    ("prioritized", b"prioritized"), ("waiting-children", b"waiting-children"), ("completed", b"completed"),
+    ("wait", b"wait"),
+    ("active", b"active"),
+    ("paused", b"paused"),
+    ("delayed", b"delayed"),
+    ("prioritized", b"prioritized"),
+    ("waiting-children", b"waiting-children"),
+    ("completed", b"completed"),
     ("failed", b"failed"),
 )
 # keys that say "a queue lives here": its meta hash (written by the first add) and its events stream
 # (a job's own keys never use these suffixes; ``:failed`` or ``:processed`` may belong to a parent job)
 _MARKS = (b":meta", b":events")
 # any of these keeps a queue the capture counted listed
-_ANY = (b"meta", b"events", b"id", b"wait", b"active", b"delayed", b"prioritized", b"completed", b"failed",
-        b"paused", b"waiting-children")
+_ANY = (
+    b"meta",
+    b"events",
+    b"id",
+    b"wait",
+    b"active",
+    b"delayed",
+    b"prioritized",
+    b"completed",
+    b"failed",
+    b"paused",
+    b"waiting-children",
+)
 RESCAN_S = 10.0  # background rescans
 FRESH_S = 2.0  # a scrape or the dashboard rescans a list older than this...
 SYNC_SCAN_KEYS = 50_000  # ...at once up to this many keys (a few ms), else in the background
@@ -192,7 +208,7 @@ class QueueMetrics:
                 continue
             keys = list(db.data)
             for i in range(0, len(keys), SCAN_CHUNK):
-                _scan_keys(db.index, keys[i:i + SCAN_CHUNK], found)
+                _scan_keys(db.index, keys[i : i + SCAN_CHUNK], found)
                 await asyncio.sleep(0)
         self._replace(found)
 
@@ -272,16 +288,22 @@ class QueueMetrics:
             return {"db": k[0], "prefix": k[1], "queue": k[2]}
 
         e.metric("respqueue_bullmq_queues", "gauge", "BullMQ queues found in the keyspace.", len(queues))
-        e.family("respqueue_bullmq_jobs", "gauge",
-                 "Jobs per BullMQ queue and state (LLEN of wait/active/paused, ZCARD of the others).")
+        e.family(
+            "respqueue_bullmq_jobs",
+            "gauge",
+            "Jobs per BullMQ queue and state (LLEN of wait/active/paused, ZCARD of the others).",
+        )
         for k in queues:
             for state, n in snaps[k]["counts"].items():
                 e.sample("respqueue_bullmq_jobs", n, {**lab(k), "state": state})
         e.family("respqueue_bullmq_queue_paused", "gauge", "1 when the queue is paused (its meta hash says so).")
         for k in queues:
             e.sample("respqueue_bullmq_queue_paused", 1 if snaps[k]["paused"] else 0, lab(k))
-        e.family("respqueue_bullmq_oldest_waiting_job_age_seconds", "gauge",
-                 "Age (now - timestamp) of the job next in line in wait; 0 when wait is empty.")
+        e.family(
+            "respqueue_bullmq_oldest_waiting_job_age_seconds",
+            "gauge",
+            "Age (now - timestamp) of the job next in line in wait; 0 when wait is empty.",
+        )
         for k in queues:
             e.sample("respqueue_bullmq_oldest_waiting_job_age_seconds", snaps[k]["oldest_wait_s"] or 0.0, lab(k))
         counted = sorted(self.stats)
@@ -294,12 +316,18 @@ class QueueMetrics:
             e.family(name, "counter", what + " since the server started (from the job-history capture).")
             for k in counted:
                 e.sample(name, getattr(self.stats[k], attr), lab(k))
-        e.family("respqueue_bullmq_job_wait_seconds", "histogram",
-                 "Time from a job's timestamp (added) to processedOn (taken by a worker), per finished job.")
+        e.family(
+            "respqueue_bullmq_job_wait_seconds",
+            "histogram",
+            "Time from a job's timestamp (added) to processedOn (taken by a worker), per finished job.",
+        )
         for k in counted:
             e.histogram("respqueue_bullmq_job_wait_seconds", self.stats[k].wait, lab(k))
-        e.family("respqueue_bullmq_job_run_seconds", "histogram",
-                 "Time from processedOn to finishedOn of a job's last attempt, per finished job.")
+        e.family(
+            "respqueue_bullmq_job_run_seconds",
+            "histogram",
+            "Time from processedOn to finishedOn of a job's last attempt, per finished job.",
+        )
         for k in counted:
             e.histogram("respqueue_bullmq_job_run_seconds", self.stats[k].run, lab(k))
 

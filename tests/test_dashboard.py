@@ -24,16 +24,23 @@ import redis
 
 from .servers import ROOT, ServerProcess, free_port, start_respqueue
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("bullmq") is None,
-                                reason="bullmq (Python) is a test extra (pip install -e '.[test]')")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("bullmq") is None, reason="bullmq (Python) is a test extra (pip install -e '.[test]')"
+)
 
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def request(port: int, method: str, path: str, body: Any = None, auth: tuple[str, str] | None = None,
-            content_type: str = "application/json") -> tuple[int, Any]:
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: Any = None,
+    auth: tuple[str, str] | None = None,
+    content_type: str = "application/json",
+) -> tuple[int, Any]:
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
     if data is not None:
@@ -110,10 +117,21 @@ async def fill(port: int) -> str:
 def run_chromium(url: str, out_dir: str, png: str | None) -> str:
     exe = chromium()
     assert exe is not None
-    args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--hide-scrollbars", f"--user-data-dir={os.path.join(out_dir, 'profile')}",
-            "--virtual-time-budget=5000", "--window-size=1280,1400"]
+    args = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={os.path.join(out_dir, 'profile')}",
+        "--virtual-time-budget=5000",
+        "--window-size=1280,1400",
+    ]
     args += [f"--screenshot={png}"] if png else ["--dump-dom"]
     p = subprocess.run([*args, url], capture_output=True, text=True, timeout=120)
     if png:
@@ -135,8 +153,12 @@ def test_dashboard_renders_in_chromium(server):
     def cell(queue: str, state: str) -> int:
         return int(re.search(rf'class="c-{state}[^"]*">(\d+)<', rows[queue]).group(1))
 
-    assert (cell("emails", "completed"), cell("emails", "failed"), cell("emails", "delayed"),
-            cell("emails", "wait")) == (5, 1, 1, 0)
+    assert (
+        cell("emails", "completed"),
+        cell("emails", "failed"),
+        cell("emails", "delayed"),
+        cell("emails", "wait"),
+    ) == (5, 1, 1, 0)
     assert cell("reports", "wait") == 2
     assert "mailbox unavailable: user@example.com" in html.unescape(dom)
     assert 'data-a="retry"' in dom and 'data-a="promote"' in dom
@@ -162,8 +184,10 @@ def test_action_errors(server):
     assert request(mport, "POST", "/api/action", {"action": "explode", "queue": "acts"})[0] == 400
     assert request(mport, "POST", "/api/action", {"action": "pause", "queue": "no-such-queue"})[0] == 404
     assert request(mport, "POST", "/api/action", b"{not json")[0] == 400
-    assert request(mport, "POST", "/api/action", b"action=pause", content_type="application/x-www-form-urlencoded")[0] \
+    assert (
+        request(mport, "POST", "/api/action", b"action=pause", content_type="application/x-www-form-urlencoded")[0]
         == 415
+    )
     assert request(mport, "GET", "/api/action")[0] == 405
     assert request(mport, "GET", "/api/job?queue=acts&id=999999")[0] == 404
 
@@ -195,8 +219,11 @@ async def _actions(port: int, mport: int) -> dict[str, Any]:
         await wait_for(lambda: _state(Job, q, flaky.id, "completed"))
         got["flaky_runs"] = runs[flaky.id]
         # retrying a job that is not failed any more: 409
-        got["retry_again"] = (await asyncio.to_thread(
-            request, mport, "POST", "/api/action", {"action": "retry", "queue": "acts", "id": flaky.id}))[0]
+        got["retry_again"] = (
+            await asyncio.to_thread(
+                request, mport, "POST", "/api/action", {"action": "retry", "queue": "acts", "id": flaky.id}
+            )
+        )[0]
         # promote: the delayed job runs now
         got["promote"] = await asyncio.to_thread(action, mport, "promote", "acts", id=later.id)
         await wait_for(lambda: _state(Job, q, later.id, "completed"))
@@ -217,8 +244,7 @@ async def _actions(port: int, mport: int) -> dict[str, Any]:
         got["clean"] = await asyncio.to_thread(action, mport, "clean", "acts", state="completed")
         got["counts"] = await q.getJobCounts("completed", "failed", "wait", "delayed")
         # the timeline of the retried job, from the history tables
-        got["timeline"] = (await asyncio.to_thread(
-            request, mport, "GET", f"/api/job?queue=acts&id={flaky.id}"))[1]
+        got["timeline"] = (await asyncio.to_thread(request, mport, "GET", f"/api/job?queue=acts&id={flaky.id}"))[1]
     finally:
         await w.close()
         await q.close()
@@ -236,9 +262,12 @@ def test_actions_end_to_end(server):
     got = asyncio.run(_actions(srv.port, mport))
     ids = got["ids"]
     assert got["failure_listed"]
-    assert [(j["id"], j["name"], j["failedReason"]) for j in got["failed_jobs"]["jobs"]] == \
-        [(ids["flaky"], "flaky", "first run fails")]
-    assert [(j["id"], j["name"], j["delay"]) for j in got["delayed_jobs"]["jobs"]] == [(ids["later"], "later", 3_600_000)]
+    assert [(j["id"], j["name"], j["failedReason"]) for j in got["failed_jobs"]["jobs"]] == [
+        (ids["flaky"], "flaky", "first run fails")
+    ]
+    assert [(j["id"], j["name"], j["delay"]) for j in got["delayed_jobs"]["jobs"]] == [
+        (ids["later"], "later", 3_600_000)
+    ]
     assert got["retry"] == {"id": ids["flaky"], "state": "waiting"}
     assert got["flaky_runs"] == 2
     assert got["retry_again"] == 409

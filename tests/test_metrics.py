@@ -46,8 +46,11 @@ def scrape(port: int) -> dict[str, Any]:
 
 def value(fams: dict[str, Any], family: str, sample: str | None = None, **labels: Any) -> float:
     want = {k: str(v) for k, v in labels.items()}
-    found = [s.value for s in fams[family].samples
-             if s.name == (sample or family) and all(s.labels.get(k) == v for k, v in want.items())]
+    found = [
+        s.value
+        for s in fams[family].samples
+        if s.name == (sample or family) and all(s.labels.get(k) == v for k, v in want.items())
+    ]
     assert len(found) == 1, (family, sample, labels, fams[family].samples)
     return found[0]
 
@@ -133,15 +136,21 @@ def test_metrics_after_bullmq_jobs(server):
         assert [s.value for s in buckets] == sorted(s.value for s in buckets)  # cumulative
     # each job slept 20 ms in the worker: every run is at least that long
     assert value(fams, "respqueue_bullmq_job_run_seconds", "respqueue_bullmq_job_run_seconds_sum", queue="m1") >= 0.1
-    assert value(fams, "respqueue_bullmq_job_run_seconds", "respqueue_bullmq_job_run_seconds_bucket",
-                 queue="m1", le="0.01") == 0
+    assert (
+        value(
+            fams, "respqueue_bullmq_job_run_seconds", "respqueue_bullmq_job_run_seconds_bucket", queue="m1", le="0.01"
+        )
+        == 0
+    )
     assert value(fams, "respqueue_bullmq_queues") >= 2
 
     # server families
     assert value(fams, "respqueue_commands_processed", "respqueue_commands_processed_total") > 50
     assert value(fams, "respqueue_command_calls", "respqueue_command_calls_total", cmd="evalsha") > 10
-    assert value(fams, "respqueue_command_duration_seconds", "respqueue_command_duration_seconds_count",
-                 cmd="evalsha") > 10
+    assert (
+        value(fams, "respqueue_command_duration_seconds", "respqueue_command_duration_seconds_count", cmd="evalsha")
+        > 10
+    )
     assert fams["respqueue_command_duration_seconds"].type == "summary"
     assert value(fams, "respqueue_db_keys", db=0) > 10
     assert value(fams, "respqueue_memory_rss_bytes") > 1_000_000
@@ -150,8 +159,10 @@ def test_metrics_after_bullmq_jobs(server):
     commits = value(fams, "respqueue_store_commits", "respqueue_store_commits_total")
     assert commits > 10
     assert value(fams, "respqueue_store_commit_errors", "respqueue_store_commit_errors_total") == 0
-    assert value(fams, "respqueue_store_commit_duration_seconds", "respqueue_store_commit_duration_seconds_count") \
+    assert (
+        value(fams, "respqueue_store_commit_duration_seconds", "respqueue_store_commit_duration_seconds_count")
         == commits
+    )
     assert value(fams, "respqueue_store_batch_changes", "respqueue_store_batch_changes_sum") > 0
 
 
@@ -173,8 +184,12 @@ def test_metrics_clients_and_keys(server):
         assert value(fams, "respqueue_connected_clients") >= 2
         assert value(fams, "respqueue_db_keys", db=3) == 2
         assert value(fams, "respqueue_db_keys_expiring", db=3) == 1
-        r.lpush("wake", "x")
+        waker = redis.Redis(port=srv.port)  # the blocked client waits in db 0
+        waker.lpush("wake", "x")
         fut.join(10)
+        assert not fut.is_alive()
+        waker.delete("wake")
+        waker.close()
     finally:
         r.flushdb()
         r.close()
@@ -190,10 +205,28 @@ def _blpop_in_thread(c: redis.Redis) -> Any:
 
 # fields redis_exporter reads from INFO (oliver006/redis_exporter: the ones a BullMQ dashboard charts)
 EXPORTER_FIELDS = (
-    "redis_version", "uptime_in_seconds", "connected_clients", "blocked_clients", "used_memory", "used_memory_rss",
-    "maxmemory", "total_commands_processed", "instantaneous_ops_per_sec", "keyspace_hits", "keyspace_misses",
-    "expired_keys", "evicted_keys", "rdb_last_save_time", "role", "connected_slaves", "total_connections_received",
-    "rejected_connections", "used_cpu_sys", "used_cpu_user", "maxclients", "mem_fragmentation_ratio",
+    "redis_version",
+    "uptime_in_seconds",
+    "connected_clients",
+    "blocked_clients",
+    "used_memory",
+    "used_memory_rss",
+    "maxmemory",
+    "total_commands_processed",
+    "instantaneous_ops_per_sec",
+    "keyspace_hits",
+    "keyspace_misses",
+    "expired_keys",
+    "evicted_keys",
+    "rdb_last_save_time",
+    "role",
+    "connected_slaves",
+    "total_connections_received",
+    "rejected_connections",
+    "used_cpu_sys",
+    "used_cpu_user",
+    "maxclients",
+    "mem_fragmentation_ratio",
 )
 
 
@@ -238,10 +271,12 @@ def test_http_errors_and_keepalive(server):
     with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:
         s.sendall(b"POST /api/action HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n")
         assert s.recv(65536).startswith(b"HTTP/1.1 413")
-    for raw, want in ((b"POST /api/action HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"HTTP/1.1 501"),
-                      (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", b"HTTP/1.1 400"),
-                      (b"GET /metrics SPDY/3\r\n\r\n", b"HTTP/1.1 400"),
-                      (b"GET /" + b"x" * 20000 + b" HTTP/1.1\r\n\r\n", b"HTTP/1.1 400")):
+    for raw, want in (
+        (b"POST /api/action HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"HTTP/1.1 501"),
+        (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", b"HTTP/1.1 400"),
+        (b"GET /metrics SPDY/3\r\n\r\n", b"HTTP/1.1 400"),
+        (b"GET /" + b"x" * 20000 + b" HTTP/1.1\r\n\r\n", b"HTTP/1.1 400"),
+    ):
         with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:
             s.sendall(raw)
             assert s.recv(65536).startswith(want), raw[:60]

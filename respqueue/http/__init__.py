@@ -36,9 +36,21 @@ MAX_HEADERS = 100
 MAX_BODY = 1 << 20
 IDLE_TIMEOUT = 30.0
 REASONS = {
-    200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
-    415: "Unsupported Media Type", 500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
+    200: "OK",
+    204: "No Content",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    409: "Conflict",
+    411: "Length Required",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    503: "Service Unavailable",
     504: "Gateway Timeout",
 }
 

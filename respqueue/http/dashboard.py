@@ -32,7 +32,7 @@ display:none}form input{font:inherit;padding:2px 6px;border:1px solid var(--line
 ol.tl{list-style:none;margin:8px 0;padding:0 0 0 12px;border-left:2px solid var(--line)}ol.tl li{margin:0 0 6px;
 position:relative}ol.tl li:before{content:"";position:absolute;left:-18px;top:5px;width:10px;height:10px;
 border-radius:50%;background:var(--acc)}ol.tl li.failed:before,ol.tl li.retried:before{background:var(--bad)}
-ol.tl li.completed:before{background:var(--ok)}
+ol.tl li.completed:before{background:var(--ok)}.scroll{max-height:330px;overflow:auto}
 </style></head><body>
 <header><h1>respqueue</h1><span id="ver">v__VERSION__</span><span id="updated">loading...</span></header>
 <main>
@@ -47,9 +47,9 @@ ol.tl li.completed:before{background:var(--ok)}
 <table id="pct"><thead><tr><th>queue</th><th>added</th><th>completed</th><th>failed</th><th>retried</th>
 <th>wait p50</th><th>wait p95</th><th>wait p99</th><th>run p50</th><th>run p95</th><th>run p99</th></tr></thead>
 <tbody></tbody></table></section>
-<section class="wide"><h2>Latest failures</h2><table id="failures"><thead><tr><th>queue</th><th>job</th>
+<section class="wide"><h2>Latest failures</h2><div class="scroll"><table id="failures"><thead><tr><th>queue</th><th>job</th>
 <th class="l">name</th><th class="l">reason</th><th>attempts</th><th>failed at</th><th class="l">actions</th></tr>
-</thead><tbody></tbody></table></section>
+</thead><tbody></tbody></table></div></section>
 <section><h2>Delayed jobs</h2><table id="delayed"><thead><tr><th>queue</th><th>job</th><th class="l">name</th>
 <th>due</th><th class="l">actions</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Job timeline</h2><form id="lookup">queue <input id="lq" placeholder="queue"> job <input id="lj"

@@ -59,8 +59,9 @@ class Exposition:
     def sample(self, name: str, value: float | int, labels: dict[str, Any] | None = None) -> None:
         self.out.append(f"{name}{_labels(labels)} {_fmt(value)}")
 
-    def metric(self, name: str, kind: str, help_text: str, value: float | int,
-               labels: dict[str, Any] | None = None) -> None:
+    def metric(
+        self, name: str, kind: str, help_text: str, value: float | int, labels: dict[str, Any] | None = None
+    ) -> None:
         """A family of one sample."""
         self.family(name, kind, help_text)
         self.sample(name, value, labels)
@@ -88,8 +89,13 @@ def server_metrics(server: Any, e: Exposition) -> None:
     from ..commands.server import REDIS_VERSION, _all_commands
 
     now = time.time()
-    e.metric("respqueue_build_info", "gauge", "Always 1; the version and the Redis version it answers as.", 1,
-             {"version": __version__, "redis_version": REDIS_VERSION})
+    e.metric(
+        "respqueue_build_info",
+        "gauge",
+        "Always 1; the version and the Redis version it answers as.",
+        1,
+        {"version": __version__, "redis_version": REDIS_VERSION},
+    )
     e.metric("respqueue_start_time_seconds", "gauge", "When the server started (Unix time).", server.start_time)
     e.metric("respqueue_uptime_seconds", "gauge", "Seconds since the server started.", now - server.start_time)
     clients = server.clients
@@ -97,26 +103,39 @@ def server_metrics(server: Any, e: Exposition) -> None:
     e.metric("respqueue_connected_clients", "gauge", "Client connections open now.", len(clients))
     e.metric("respqueue_blocked_clients", "gauge", "Clients waiting in a blocking command.", blocked)
     e.metric("respqueue_maxclients", "gauge", "The connection limit (maxclients).", server.config.maxclients)
-    e.metric("respqueue_connections_received_total", "counter", "Connections accepted.",
-             server.stats_connections_received)
-    e.metric("respqueue_rejected_connections_total", "counter", "Connections refused (maxclients).",
-             server.stats_rejected_connections)
-    e.metric("respqueue_commands_processed_total", "counter", "Commands received from clients.",
-             server.stats_commands)
+    e.metric(
+        "respqueue_connections_received_total", "counter", "Connections accepted.", server.stats_connections_received
+    )
+    e.metric(
+        "respqueue_rejected_connections_total",
+        "counter",
+        "Connections refused (maxclients).",
+        server.stats_rejected_connections,
+    )
+    e.metric("respqueue_commands_processed_total", "counter", "Commands received from clients.", server.stats_commands)
     cmds = [c for c in _all_commands() if c.calls or c.failed_calls or c.rejected_calls]
-    e.family("respqueue_command_calls_total", "counter",
-             "Calls per command (from clients, MULTI/EXEC and scripts), as INFO commandstats.")
+    e.family(
+        "respqueue_command_calls_total",
+        "counter",
+        "Calls per command (from clients, MULTI/EXEC and scripts), as INFO commandstats.",
+    )
     for c in cmds:
         e.sample("respqueue_command_calls_total", c.calls, {"cmd": c.fullname})
     e.family("respqueue_command_failed_calls_total", "counter", "Calls per command that replied with an error.")
     for c in cmds:
         e.sample("respqueue_command_failed_calls_total", c.failed_calls, {"cmd": c.fullname})
-    e.family("respqueue_command_rejected_calls_total", "counter",
-             "Calls per command refused before running (arity, auth, MISCONF...).")
+    e.family(
+        "respqueue_command_rejected_calls_total",
+        "counter",
+        "Calls per command refused before running (arity, auth, MISCONF...).",
+    )
     for c in cmds:
         e.sample("respqueue_command_rejected_calls_total", c.rejected_calls, {"cmd": c.fullname})
-    e.family("respqueue_command_duration_seconds", "summary",
-             "Time spent running each command (measured for client calls; _count is every call).")
+    e.family(
+        "respqueue_command_duration_seconds",
+        "summary",
+        "Time spent running each command (measured for client calls; _count is every call).",
+    )
     for c in cmds:
         e.sample("respqueue_command_duration_seconds_sum", c.usec / 1e6, {"cmd": c.fullname})
         e.sample("respqueue_command_duration_seconds_count", c.calls, {"cmd": c.fullname})
@@ -124,12 +143,16 @@ def server_metrics(server: Any, e: Exposition) -> None:
     e.family("respqueue_error_replies_total", "counter", "Error replies by their first word (INFO errorstats).")
     for k, v in errs.items():
         e.sample("respqueue_error_replies_total", v, {"kind": k.decode("latin-1") if isinstance(k, bytes) else k})
-    e.metric("respqueue_keyspace_hits_total", "counter", "Key lookups that found the key.",
-             server.stats_keyspace_hits)
-    e.metric("respqueue_keyspace_misses_total", "counter", "Key lookups that did not find the key.",
-             server.stats_keyspace_misses)
-    e.metric("respqueue_expired_keys_total", "counter", "Keys deleted because their TTL passed.",
-             server.stats_expired_keys)
+    e.metric("respqueue_keyspace_hits_total", "counter", "Key lookups that found the key.", server.stats_keyspace_hits)
+    e.metric(
+        "respqueue_keyspace_misses_total",
+        "counter",
+        "Key lookups that did not find the key.",
+        server.stats_keyspace_misses,
+    )
+    e.metric(
+        "respqueue_expired_keys_total", "counter", "Keys deleted because their TTL passed.", server.stats_expired_keys
+    )
     e.metric("respqueue_memory_rss_bytes", "gauge", "Resident memory of the server process.", rss_bytes())
     ru = resource.getrusage(resource.RUSAGE_SELF)
     e.family("respqueue_cpu_seconds_total", "counter", "CPU time of the server process (the store writer excluded).")
@@ -154,16 +177,32 @@ def store_metrics(server: Any, e: Exposition) -> None:
     if j is None:
         return
     e.metric("respqueue_store_commits_total", "counter", "Batches committed to the SQLite store.", j.commits)
-    e.metric("respqueue_store_commit_errors_total", "counter", "Store commits that failed (writer errors).",
-             j.commit_errors)
-    e.metric("respqueue_store_write_refused", "gauge", "1 while writes are refused (MISCONF) after a failed commit.",
-             1 if server.write_refused is not None else 0)
-    e.metric("respqueue_store_last_commit_timestamp_seconds", "gauge", "When the last commit finished (Unix time).",
-             j.last_commit_time)
-    e.metric("respqueue_store_uncommitted_changes", "gauge", "Changes not committed yet (open and in-flight batch).",
-             j.uncommitted())
-    e.family("respqueue_store_commit_duration_seconds", "histogram",
-             "Time the writer took to commit a batch (one SQLite transaction).")
+    e.metric(
+        "respqueue_store_commit_errors_total", "counter", "Store commits that failed (writer errors).", j.commit_errors
+    )
+    e.metric(
+        "respqueue_store_write_refused",
+        "gauge",
+        "1 while writes are refused (MISCONF) after a failed commit.",
+        1 if server.write_refused is not None else 0,
+    )
+    e.metric(
+        "respqueue_store_last_commit_timestamp_seconds",
+        "gauge",
+        "When the last commit finished (Unix time).",
+        j.last_commit_time,
+    )
+    e.metric(
+        "respqueue_store_uncommitted_changes",
+        "gauge",
+        "Changes not committed yet (open and in-flight batch).",
+        j.uncommitted(),
+    )
+    e.family(
+        "respqueue_store_commit_duration_seconds",
+        "histogram",
+        "Time the writer took to commit a batch (one SQLite transaction).",
+    )
     e.histogram("respqueue_store_commit_duration_seconds", j.commit_seconds)
     e.family("respqueue_store_batch_changes", "histogram", "Keyspace changes per committed batch (group commit).")
     e.histogram("respqueue_store_batch_changes", j.batch_changes)
