@@ -217,6 +217,12 @@ class QueueMetrics:
         for k, base in self.queues.items():
             if k not in found and k in self.stats and self._exists(k[0], base):
                 found[k] = base
+        # a queue gone from the keyspace (obliterated) and idle for an hour: forget its statistics
+        idle = int(time.time() * 1000) // SLOT_MS - SLOTS
+        for k in [k for k in self.stats if k not in found]:
+            ring = self.stats[k].ring
+            if not ring or ring[-1][0] < idle:
+                del self.stats[k]
         self.queues = found
         self.scans += 1
         self.last_scan = time.monotonic()

@@ -38,20 +38,6 @@ class Histogram:
         out.append((float("inf"), self.count))
         return out
 
-    def quantile(self, q: float) -> float | None:
-        """An estimate of the ``q`` quantile (linear within the bucket), in the exposed unit."""
-        if not self.count:
-            return None
-        rank = q * self.count
-        acc = 0
-        lo = 0.0
-        for b, n in zip(self.bounds, self.counts, strict=False):
-            if acc + n >= rank and n:
-                return (lo + (b - lo) * (rank - acc) / n) * self.scale
-            acc += n
-            lo = b
-        return lo * self.scale
-
 
 #: Seconds, for latencies from a millisecond to a minute.
 LATENCY_BOUNDS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0)
