@@ -203,7 +203,7 @@ def _blpop_in_thread(c: redis.Redis) -> Any:
     return t
 
 
-# fields redis_exporter reads from INFO (oliver006/redis_exporter: the ones a BullMQ dashboard charts)
+# fields redis_exporter (oliver006/redis_exporter) turns into metrics from INFO on a standalone master
 EXPORTER_FIELDS = (
     "redis_version",
     "uptime_in_seconds",
@@ -227,6 +227,33 @@ EXPORTER_FIELDS = (
     "used_cpu_user",
     "maxclients",
     "mem_fragmentation_ratio",
+    "mem_fragmentation_bytes",
+    "allocator_allocated",
+    "allocator_active",
+    "allocator_resident",
+    "active_defrag_running",
+    "used_memory_peak",
+    "used_memory_lua",
+    "used_memory_scripts",
+    "total_system_memory",
+    "maxmemory_policy",
+    "loading",
+    "aof_enabled",
+    "rdb_changes_since_last_save",
+    "rdb_bgsave_in_progress",
+    "rdb_last_bgsave_status",
+    "aof_rewrite_in_progress",
+    "master_repl_offset",
+    "total_net_input_bytes",
+    "total_net_output_bytes",
+    "pubsub_channels",
+    "pubsub_patterns",
+    "latest_fork_usec",
+    "number_of_cached_scripts",
+    "process_id",
+    "tcp_port",
+    "cluster_enabled",
+    "lazyfree_pending_objects",
 )
 
 
