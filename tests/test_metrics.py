@@ -362,3 +362,32 @@ def test_memory_mode_queue_found_without_history():
         r.close()
     finally:
         srv.stop()
+
+
+def test_bad_metrics_port_refuses_to_start(tmp_path):
+    import subprocess
+    import sys
+
+    from .servers import ROOT
+
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "respqueue",
+            "serve",
+            "--port",
+            "0",
+            "--dir",
+            str(tmp_path / "d"),
+            "--metrics-port",
+            "70000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert p.returncode == 1
+    assert "bad --metrics-port 70000" in p.stderr
+    assert "Traceback" not in p.stderr

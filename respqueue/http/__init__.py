@@ -175,6 +175,8 @@ class HttpServer:
 
     async def start(self) -> None:
         cfg = self.server.config
+        if not 0 < cfg.metrics_port < 65536:
+            raise OSError(f"bad --metrics-port {cfg.metrics_port}: use 1-65535, or 0 for off")
         host = cfg.metrics_host if cfg.metrics_host is not None else cfg.host
         hosts = host.split() if host else None
         srv = await asyncio.start_server(self._serve, hosts, cfg.metrics_port, reuse_address=True, limit=MAX_LINE)
