@@ -48,6 +48,8 @@ JOB_FIELDS = (
     b"progress",
 )
 TEXT_LIMIT = 2000
+# a job's events are looked for from this long before its timestamp (the client's clock) on
+TIMELINE_SLACK_MS = 10 * 60 * 1000
 
 
 class InternalClient(Client):
@@ -251,7 +253,8 @@ class Dashboard:
             job = {_s(f): _clip(_s(v)) for f, v in h.items() if f != b"stacktrace"}
             job["stacktrace"] = _stack(h.get(b"stacktrace"))
             job["state"] = self._state(db, base, jid.encode())
-        timeline, final, note = await self._history(prefix, queue, jid)
+        ts = _i(h.get(b"timestamp")) if h is not None else None
+        timeline, final, note = await self._history(prefix, queue, jid, ts)
         if job is None and not timeline and not final:
             raise BadRequest(404, "no such job (neither in the keyspace nor in the job history)")
         return json_response({"id": jid, "job": job, "timeline": timeline, "final": final, "note": note})
@@ -268,7 +271,13 @@ class Dashboard:
                 return s
         return "unknown"
 
-    async def _history(self, prefix: str, queue: str, jid: str) -> tuple[list[Any], list[Any], str | None]:
+    async def _history(
+        self, prefix: str, queue: str, jid: str, ts: int | None
+    ) -> tuple[list[Any], list[Any], str | None]:
+        """The job's events and final records. ``job_events`` has no index on the job id: when the job's
+        add time is known (its hash, else its final record, indexed by job id) only the events from shortly
+        before it are read, through the time index; otherwise (or when that misses the 'added' event)
+        the table is scanned."""
         j = self.server.journal
         if j is None or self.server.history is None:
             return [], [], "job history is off (--history off or --durability memory)"
@@ -277,20 +286,31 @@ class Dashboard:
         except ImportError:
             return [], [], "aiosqlite is not installed"
         path = j.store.path
+        cols = "ts_ms, event, attempt, worker, failed_reason, returnvalue_size, delay_ms, job_name"
         async with aiosqlite.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
             conn.row_factory = aiosqlite.Row
-            cur = await conn.execute(
-                "SELECT ts_ms, event, attempt, worker, failed_reason, returnvalue_size, delay_ms, job_name"
-                " FROM job_events WHERE prefix=? AND queue=? AND job_id=? ORDER BY id LIMIT 500",
-                (prefix, queue, jid),
-            )
-            events = [dict(r) for r in await cur.fetchall()]
             cur = await conn.execute(
                 "SELECT state, timestamp, processed_on, finished_on, attempts_made, failed_reason, returnvalue"
                 " FROM job_final WHERE prefix=? AND queue=? AND job_id=? ORDER BY finished_on",
                 (prefix, queue, jid),
             )
             finals = [dict(r) for r in await cur.fetchall()]
+            known = [t for t in [ts, *(f["timestamp"] for f in finals)] if t is not None]
+            events: list[dict[str, Any]] = []
+            if known:
+                cur = await conn.execute(
+                    f"SELECT {cols} FROM job_events WHERE ts_ms >= ? AND prefix=? AND queue=? AND job_id=?"  # noqa: S608
+                    " ORDER BY ts_ms, id LIMIT 500",  # ts_ms first: a range of the time index, no table scan
+                    (min(known) - TIMELINE_SLACK_MS, prefix, queue, jid),
+                )
+                events = [dict(r) for r in await cur.fetchall()]
+            if not events or events[0]["event"] != "added":
+                cur = await conn.execute(
+                    f"SELECT {cols} FROM job_events WHERE prefix=? AND queue=? AND job_id=?"  # noqa: S608
+                    " ORDER BY id LIMIT 500",
+                    (prefix, queue, jid),
+                )
+                events = [dict(r) for r in await cur.fetchall()]
         for f in finals:
             f["returnvalue"] = _clip(f["returnvalue"], 300)
         return events, finals, None
