@@ -236,6 +236,8 @@ async def _actions(port: int, mport: int) -> dict[str, Any]:
         # remove: a waiting job disappears
         got["remove"] = await asyncio.to_thread(action, mport, "remove", "acts", id=held.id)
         got["held_gone"] = await Job.fromId(q, held.id) is None
+        # removed before it ran: no hash, no final record; the timeline comes from a scan of job_events
+        got["held_timeline"] = (await asyncio.to_thread(request, mport, "GET", f"/api/job?queue=acts&id={held.id}"))[1]
         await asyncio.to_thread(action, mport, "resume", "acts")
         got["resumed"] = not await q.isPaused()
         again = await q.add("after", {})
@@ -275,6 +277,8 @@ def test_actions_end_to_end(server):
     assert got["paused"] is True and got["held_state"] in ("waiting", "paused")
     assert got["remove"]["removed"] is True and got["remove"]["prev"] == "wait" and got["held_gone"]
     assert got["resumed"]
+    assert [e["event"] for e in got["held_timeline"]["timeline"]] == ["added", "waiting", "removed"]
+    assert got["held_timeline"]["job"] is None and got["held_timeline"]["final"] == []
     assert sorted(got["clean"]["removed"], key=int) == sorted([ids["flaky"], ids["later"], ids["again"]], key=int)
     assert got["counts"] == {"completed": 0, "failed": 0, "wait": 0, "delayed": 0}
     events = [e["event"] for e in got["timeline"]["timeline"]]
