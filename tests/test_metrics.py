@@ -391,3 +391,32 @@ def test_bad_metrics_port_refuses_to_start(tmp_path):
     assert p.returncode == 1
     assert "bad --metrics-port 70000" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_exposition_escaping_and_histogram():
+    """Label values with quotes, backslashes and newlines (queue names may hold them) survive the parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from respqueue.http.metrics import Exposition
+    from respqueue.stats import Histogram
+
+    e = Exposition()
+    odd = 'we"ird\\queue\nname'
+    e.family("t_jobs", "gauge", "Jobs with a \\ and a\nnewline in the help.")
+    e.sample("t_jobs", 3, {"queue": odd})
+    h = Histogram((10, 100), 0.001)
+    for v in (5, 10, 50, 500):
+        h.observe(v)
+    e.family("t_wait_seconds", "histogram", "Wait.")
+    e.histogram("t_wait_seconds", h, {"queue": odd})
+    with pytest.raises(ValueError):
+        e.family("t_jobs", "gauge", "twice")
+    fams = {f.name: f for f in text_string_to_metric_families(e.text())}
+    assert fams["t_jobs"].documentation == "Jobs with a \\ and a\nnewline in the help."
+    assert [(s.labels["queue"], s.value) for s in fams["t_jobs"].samples] == [(odd, 3)]
+    got = {(s.name, s.labels.get("le")): s.value for s in fams["t_wait_seconds"].samples}
+    assert got[("t_wait_seconds_bucket", "0.01")] == 2  # 5 and 10 ms: upper bounds are inclusive
+    assert got[("t_wait_seconds_bucket", "0.1")] == 3
+    assert got[("t_wait_seconds_bucket", "+Inf")] == 4
+    assert got[("t_wait_seconds_count", None)] == 4
+    assert got[("t_wait_seconds_sum", None)] == pytest.approx(0.565)
