@@ -146,6 +146,7 @@ class HistoryCapture:
         self.events = 0
         self.finals = 0
         self.purged = 0
+        self.metrics: Any = None  # compat.metrics.QueueMetrics when --metrics-port is set
         journal.batch_hooks.append(self.resolve_all)
         journal.close_hooks.append(self.stop)
 
@@ -263,6 +264,8 @@ class HistoryCapture:
                 rv_size = len(rv)
             reason = _s(fr)
             self._final(prefix, queue, sjid, kind, ms, g, h is not None, rv, fr)
+            if self.metrics is not None:
+                self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
             if j is not None:
                 self._drop(ck)
         elif ev == b"added":
@@ -271,6 +274,8 @@ class HistoryCapture:
             if h is not None:
                 delay = _i(g(b"delay")) or None  # type: ignore[misc]
                 self._put(ck, _Job(h, -1))
+            if self.metrics is not None:
+                self.metrics.added(db.index, prefix, queue, ms)
         elif ev == b"waiting" or ev == b"delayed":
             if j is not None and j.atm >= 0 and g is not None:
                 atm = _i(g(b"atm")) or 0
@@ -279,6 +284,8 @@ class HistoryCapture:
                     attempt = atm
                     worker = _s(g(b"pb"))
                     reason = _s(g(b"failedReason"))
+                    if self.metrics is not None:
+                        self.metrics.retried(db.index, prefix, queue)
             if ev == b"delayed" and g is not None:
                 delay = _i(g(b"delay")) or None
             if j is not None:

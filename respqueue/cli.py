@@ -83,6 +83,11 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    + env % "HISTORY_RETENTION")
     s.add_argument("--native-scripts", dest="native_scripts", choices=("on", "off"),
                    help="native fast paths for BullMQ's hot scripts, default on" + env % "NATIVE_SCRIPTS")
+    s.add_argument("--metrics-port", dest="metrics_port", type=int,
+                   help="serve Prometheus /metrics and the dashboard over HTTP on this port, default 0 (off)"
+                   + env % "METRICS_PORT")
+    s.add_argument("--metrics-host", dest="metrics_host",
+                   help="address(es) of the metrics/dashboard HTTP server, default: --host" + env % "METRICS_HOST")
 
 
 def _history_switch(v: str) -> str:

@@ -44,6 +44,8 @@ class Config:
     history: str = "on"  # job history capture (compat/history.py): on or off
     history_retention: str = "7d"  # job history kept this long: 3600s, 90m, 12h, 7d (0: forever)
     native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
+    metrics_port: int = 0  # HTTP port of /metrics and the dashboard (respqueue/http); 0: off
+    metrics_host: str | None = None  # address(es) of that HTTP server; default: the server's host
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:

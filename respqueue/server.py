@@ -58,6 +58,11 @@ class Server:
         self.shutdown_nosave = False
         self.active_expire_enabled = True
         self.errorstats: dict[bytes, int] = {}
+        # the metrics/dashboard HTTP server (respqueue/http, --metrics-port): fn(exposition) writers of
+        # more /metrics families, and (method, path) -> route of more endpoints; compat/ adds BullMQ's
+        self.metrics_providers: list[Any] = []
+        self.http_routes: dict[tuple[str, str], Any] = {}
+        self.http: Any = None
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -214,8 +219,22 @@ class Server:
             srv = await loop.create_unix_server(lambda: ClientConnection(self), cfg.unixsocket)
             self.listeners.append(srv)
             log.info("listening on unix socket %s", cfg.unixsocket)
+        if cfg.metrics_port:
+            await self._start_http()
         self._stop = loop.create_future()
         self._cron_task = loop.create_task(self._cron())
+
+    async def _start_http(self) -> None:
+        """The metrics and dashboard HTTP server (``--metrics-port``), with BullMQ's queues from compat/."""
+        from .http import start_http
+
+        try:
+            from compat.metrics import register
+
+            register(self)
+        except ImportError:  # pragma: no cover - compat/ is part of the package
+            log.warning("BullMQ metrics unavailable: compat.metrics cannot be imported")
+        self.http = await start_http(self)
 
     async def serve_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -238,6 +257,8 @@ class Server:
     async def close(self) -> None:
         for srv in self.listeners:
             srv.close()
+        if self.http is not None:
+            self.http.close()
         if self._cron_task is not None:
             self._cron_task.cancel()
         for c in list(self.clients.values()):

@@ -494,6 +494,11 @@ def _sec_memory(server: Any) -> list[str]:
         "maxmemory_human:" + bytes_to_human(maxmem),
         "maxmemory_policy:" + get_config(server, "maxmemory-policy"),
         "mem_fragmentation_ratio:1.00",
+        "mem_fragmentation_bytes:0",  # used_memory is the RSS: no fragmentation to report (redis_exporter)
+        f"allocator_allocated:{used}",
+        f"allocator_active:{used}",
+        f"allocator_resident:{used}",
+        "active_defrag_running:0",
         "mem_allocator:libc",
         "lazyfree_pending_objects:0",
         "lazyfreed_objects:0",

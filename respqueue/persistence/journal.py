@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from ..resp import RedisError
+from ..stats import LATENCY_BOUNDS_S, SIZE_BOUNDS, Histogram
 from .store import ALL_TABLES, ELEMENT_TABLES, Store
 
 if TYPE_CHECKING:
@@ -139,6 +140,9 @@ class Journal:
         self.commit_errors = 0
         self.last_error: str | None = None
         self.last_commit_ms = 0.0
+        # /metrics (respqueue/http): commit time in the writer, changes per committed batch
+        self.commit_seconds = Histogram(LATENCY_BOUNDS_S)
+        self.batch_changes = Histogram(SIZE_BOUNDS)
         self._idle: list[asyncio.Future[None]] = []
         self._due = False  # the open batch's time came while the writer was busy
         # rows appended to the open batch besides the keyspace's (job history): sql -> params
@@ -297,6 +301,9 @@ class Journal:
             self.loop.call_later(1.0, self._retry)
             return
         self.commits += 1
+        self.commit_seconds.observe(ms / 1000.0)
+        if inflight is not None:
+            self.batch_changes.observe(inflight[2])
         self.committed_id = bid
         self.last_commit_time = time.time()
         server.lastsave = int(self.last_commit_time)
