@@ -74,6 +74,11 @@ def process(client: Any, argv: list[bytes]) -> Any:
     client.last_cmd = cmd
     if not client.authenticated and not cmd.noauth:
         return _rejected(client, NOAUTH, argv)
+    if client.server.mem_guard is not None:
+        # maxmemory is set (respqueue/memory.py): evict, or refuse with -OOM, as Redis's processCommand
+        oom = client.server.mem_guard.check(client, cmd, argv)
+        if oom is not None:
+            return _rejected(client, oom, argv)
     if (client.channels or client.patterns) and client.resp == 2 and cmd.name not in _PUBSUB_ALLOWED:
         return RedisError(
             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"

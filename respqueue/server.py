@@ -58,6 +58,18 @@ class Server:
         self.shutdown_nosave = False
         self.active_expire_enabled = True
         self.errorstats: dict[bytes, int] = {}
+        # maxmemory (respqueue/memory.py): the guard while maxmemory > 0, and whether the command
+        # being run found the server over the limit
+        self.mem_guard: Any = None
+        self.oom_state = False
+        self.stats_evicted_keys = 0
+        # client-output-buffer-limit (respqueue/outbuf.py)
+        self.obl: Any = None
+        self.obl_normal: Any = None
+        self.stats_obl_disconnections = 0
+        # TLS (respqueue/tls.py): the listener's context, and its port once listening
+        self.tls_context: Any = None
+        self.tls_port = self.config.tls_port
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -185,6 +197,13 @@ class Server:
 
         loop = asyncio.get_running_loop()
         cfg = self.config
+        if cfg.tls_port:
+            from .tls import server_context
+
+            self.tls_context = server_context(cfg)  # TLSConfigError (an OSError): startup fails, says why
+        from . import memory, outbuf
+
+        outbuf.apply(self, cfg.client_output_buffer_limit)
         os.makedirs(cfg.dir, exist_ok=True)
         if self.journal is None:
             from .persistence import open_persistence
@@ -206,6 +225,17 @@ class Server:
             if socks:
                 self.tcp_port = socks[0].getsockname()[1]
             log.info("listening on %s port %d", cfg.host, self.tcp_port)
+        if cfg.tls_port:
+            hosts = cfg.host.split() if cfg.host else None
+            srv = await loop.create_server(
+                lambda: ClientConnection(self), hosts, cfg.tls_port, reuse_address=True, backlog=511,
+                ssl=self.tls_context, ssl_handshake_timeout=10.0,
+            )
+            self.listeners.append(srv)
+            socks = srv.sockets or []
+            if socks:
+                self.tls_port = socks[0].getsockname()[1]
+            log.info("listening with TLS on %s port %d", cfg.host, self.tls_port)
         if cfg.unixsocket:
             try:
                 os.unlink(cfg.unixsocket)
@@ -214,6 +244,7 @@ class Server:
             srv = await loop.create_unix_server(lambda: ClientConnection(self), cfg.unixsocket)
             self.listeners.append(srv)
             log.info("listening on unix socket %s", cfg.unixsocket)
+        memory.setup(self)  # after the store is loaded: measures the keyspace when maxmemory is set
         self._stop = loop.create_future()
         self._cron_task = loop.create_task(self._cron())
 
@@ -325,5 +356,11 @@ def run(config: Config) -> int:
         return 1
     except OSError as e:
         log.error("cannot start: %s", e)
+        from .tls import TLSConfigError
+
+        if isinstance(e, TLSConfigError):
+            import sys
+
+            print(f"respqueue: cannot start: TLS: {e}", file=sys.stderr)
         return 1
     return 0

@@ -67,6 +67,8 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "list-max-listpack-size": (INT_MIN, INT_MAX),
     "list-compress-depth": (0, INT_MAX),
     "tcp-keepalive": (0, INT_MAX),
+    "maxmemory-samples": (1, 64),
+    "tls-port": (0, 65535),
 }
 _MEM_RANGES: dict[str, tuple[int, int]] = {
     "proto-max-bulk-len": (1024 * 1024, INT64_MAX),
@@ -80,8 +82,9 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     ),
     "appendfsync": ("everysec", "always", "no"),
     "loglevel": ("debug", "verbose", "notice", "warning"),
+    "tls-auth-clients": ("no", "yes", "optional"),
 }
-_BOOLS = frozenset({"appendonly", "lazyfree-lazy-user-flush", "activerehashing", "protected-mode"})
+_BOOLS = frozenset({"appendonly", "lazyfree-lazy-user-flush", "activerehashing", "protected-mode", "tls-replication"})
 _PROTECTED = frozenset({"dir"})
 
 _MEM_RE = re.compile(rb"([0-9]*)(b|k|kb|m|mb|g|gb)?", re.IGNORECASE)
@@ -129,6 +132,8 @@ def get_config(server: Any, name: str) -> str:
     cfg = server.config
     if name == "port":
         return str(getattr(server, "tcp_port", cfg.port))
+    if name == "tls-port":
+        return str(getattr(server, "tls_port", cfg.tls_port))
     if name == "dir":
         return os.path.abspath(cfg.dir)
     v = getattr(cfg, attr)
@@ -255,6 +260,18 @@ def _apply(server: Any, name: str, value: Any) -> None:
     setattr(cfg, attr, value)
     if name == "slowlog-max-len":
         server.slowlog = deque(server.slowlog, maxlen=value)
+    elif name.startswith("maxmemory"):
+        from ..memory import setup
+
+        setup(server)
+    elif name == "client-output-buffer-limit":
+        from ..outbuf import apply
+
+        apply(server, value)
+    elif name == "tls-auth-clients":
+        from ..tls import set_auth_clients
+
+        set_auth_clients(getattr(server, "tls_context", None), value)
 
 
 container("config", -2, "", group="server")
@@ -335,6 +352,8 @@ def reset_stats(server: Any) -> None:
         "stats_expired_keys",
         "stats_keyspace_hits",
         "stats_keyspace_misses",
+        "stats_evicted_keys",
+        "stats_obl_disconnections",
     ):
         if hasattr(server, attr):
             setattr(server, attr, 0)
@@ -462,7 +481,10 @@ def _sec_clients(server: Any) -> list[str]:
 
 
 def _sec_memory(server: Any) -> list[str]:
-    used = _rss_bytes()
+    rss = used = _rss_bytes()
+    guard = getattr(server, "mem_guard", None)
+    if guard is not None:
+        used = guard.used()  # with maxmemory set: the tracked estimate that is enforced (memory.py)
     peak = max(getattr(server, "used_memory_peak", 0), used)
     server.used_memory_peak = peak
     maxmem = int(get_config(server, "maxmemory"))
@@ -476,8 +498,8 @@ def _sec_memory(server: Any) -> list[str]:
     return [
         f"used_memory:{used}",
         "used_memory_human:" + bytes_to_human(used),
-        f"used_memory_rss:{used}",
-        "used_memory_rss_human:" + bytes_to_human(used),
+        f"used_memory_rss:{rss}",
+        "used_memory_rss_human:" + bytes_to_human(rss),
         f"used_memory_peak:{peak}",
         "used_memory_peak_human:" + bytes_to_human(peak),
         f"used_memory_peak_perc:{100.0 * used / peak if peak else 100.0:.2f}%",
@@ -574,7 +596,7 @@ def _sec_stats(server: Any) -> list[str]:
         "expired_stale_perc:0.00",
         "expired_time_cap_reached_count:0",
         "expire_cycle_cpu_milliseconds:0",
-        "evicted_keys:0",
+        f"evicted_keys:{getattr(server, 'stats_evicted_keys', 0)}",
         "evicted_clients:0",
         "total_eviction_exceeded_time:0",
         "current_eviction_exceeded_time:0",
@@ -598,6 +620,7 @@ def _sec_stats(server: Any) -> list[str]:
         "tracking_total_prefixes:0",
         "unexpected_error_replies:0",
         f"total_error_replies:{total_errors}",
+        f"client_output_buffer_limit_disconnections:{getattr(server, 'stats_obl_disconnections', 0)}",
         "dump_payload_sanitizations:0",
         "total_reads_processed:0",
         "total_writes_processed:0",
