@@ -112,8 +112,8 @@ def _check_limits(cfg: Config) -> None:
     cfg.maxmemory_policy = cfg.maxmemory_policy.lower()
     if cfg.maxmemory_policy not in _POLICIES:
         raise ValueError("maxmemory-policy must be one of " + ", ".join(_POLICIES))
-    if not 1 <= cfg.maxmemory_samples <= 64:
-        raise ValueError("maxmemory-samples must be between 1 and 64")
+    if not 1 <= cfg.maxmemory_samples <= 2**31 - 1:
+        raise ValueError("maxmemory-samples must be between 1 and 2147483647")
     for name in ("tls_auth_clients", "tls_replication"):
         v = str(getattr(cfg, name)).lower()
         ok = ("yes", "no", "optional") if name == "tls_auth_clients" else ("yes", "no")

@@ -133,7 +133,8 @@ def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> 
             from .commands.transactions import discard_transaction
 
             discard_transaction(client)
-            msg = err.msg.split(b" ", 1)[1] if b" " in err.msg else err.msg
+            # Redis's rejectCommandFormat texts have no ERR code; shared errors (-OOM, -MISCONF) keep theirs
+            msg = err.msg[4:] if err.msg.startswith(b"ERR ") else err.msg
             return RedisError(b"EXECABORT Transaction discarded because of: " + msg)
     return err
 

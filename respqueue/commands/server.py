@@ -67,7 +67,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "list-max-listpack-size": (INT_MIN, INT_MAX),
     "list-compress-depth": (0, INT_MAX),
     "tcp-keepalive": (0, INT_MAX),
-    "maxmemory-samples": (1, 64),
+    "maxmemory-samples": (1, INT_MAX),
     "tls-port": (0, 65535),
 }
 _MEM_RANGES: dict[str, tuple[int, int]] = {
