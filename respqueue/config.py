@@ -29,7 +29,6 @@ class Config:
     proto_max_bulk_len: int = 512 * MB
     client_query_buffer_limit: int = 1024 * MB
     output_pause_bytes: int = 4 * MB
-    pubsub_output_limit: int = 32 * MB
     lua_time_limit: int = 5000
     slowlog_log_slower_than: int = 10000
     slowlog_max_len: int = 128

@@ -318,7 +318,11 @@ def _shebang_flags(server: Any, argv: list[bytes], by_sha: bool) -> list[bytes] 
 
 def setup(server: Any) -> None:
     """Install (maxmemory > 0), reconfigure or remove the guard after a (re)configuration."""
-    if int(server.config.maxmemory) > 0:
+    if isinstance(server.config.maxmemory, str):  # a Config built without Config.load
+        from .config import parse_memory
+
+        server.config.maxmemory = parse_memory(server.config.maxmemory)
+    if server.config.maxmemory > 0:
         g = server.mem_guard
         if g is None:
             server.mem_guard = MemoryGuard(server)

@@ -68,6 +68,7 @@ def apply(server: Any, text: str) -> None:
     limits, or None when that class has none; ``obl_normal`` is the normal class's (None: off), the
     one attribute ClientConnection.write tests."""
     limits = parse_limits(text)
+    server.config.client_output_buffer_limit = format_limits(limits)
     server.obl = {c: (v if (v[0] or v[1]) else None) for c, v in limits.items()}
     server.obl_normal = server.obl["normal"]
 
