@@ -6,6 +6,8 @@ Redis's exact error while reads and deletes go on, and the eviction policies kee
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
@@ -274,3 +276,37 @@ def test_maxmemory_flags_env_and_toml(tmp_path):
     finally:
         srv.stop()
 
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bullmq") is None, reason="the Python BullMQ port is not installed")
+def test_bullmq_add_over_maxmemory_same_error_as_redis(rq, ref):
+    """Queue.add runs BullMQ's addStandardJob (no shebang): over the limit it fails at its first write, with the
+    same text on both servers (respqueue's native path falls back to Lua for it); under the limit it works."""
+    from bullmq import Queue
+
+    async def add(port: int) -> list[str]:
+        out = []
+        q = Queue("oomq", {"connection": f"redis://127.0.0.1:{port}"})
+        try:
+            r = redis.Redis(port=port)
+            r.flushall()
+            r.set("ballast", "x")
+            r.config_set("maxmemory", "1")
+            for _ in range(2):  # the first EVALSHA is a NOSCRIPT miss, then EVAL: both paths
+                try:
+                    await q.add("job", {"n": 1})
+                    out.append("added")
+                except Exception as e:  # redis.asyncio's OutOfMemoryError: the text without "OOM "
+                    out.append(f"{type(e).__name__}: {e}")
+            r.config_set("maxmemory", "0")
+            job = await q.add("job", {"n": 2})
+            out.append(f"added {job.id}")
+            r.close()
+        finally:
+            await q.close()
+        return out
+
+    ours = asyncio.run(add(rq.port))
+    theirs = asyncio.run(add(ref.port))
+    assert ours == theirs
+    assert ours[0].startswith("OutOfMemoryError: command not allowed when used memory > 'maxmemory'. script: ")
