@@ -24,7 +24,11 @@ log = logging.getLogger("respqueue")
 
 CLASSES = ("normal", "slave", "pubsub")
 _ALIASES = {"normal": "normal", "slave": "slave", "replica": "slave", "pubsub": "pubsub"}
-_DEFAULT = {"normal": (0, 0, 0), "slave": (256 * 1024 * 1024, 64 * 1024 * 1024, 60), "pubsub": (32 * 1024 * 1024, 8 * 1024 * 1024, 60)}
+_DEFAULT = {
+    "normal": (0, 0, 0),
+    "slave": (256 * 1024 * 1024, 64 * 1024 * 1024, 60),
+    "pubsub": (32 * 1024 * 1024, 8 * 1024 * 1024, 60),
+}
 
 Limits = dict[str, tuple[int, int, int]]
 
@@ -99,7 +103,10 @@ def check(client: Any, transport: Any) -> bool:
         return False
     log.warning(
         "Client id=%d addr=%s closed for overcoming of output buffer limits (class %s, %d bytes pending).",
-        client.id, client.addr.decode(), cls, size,
+        client.id,
+        client.addr.decode(),
+        cls,
+        size,
     )
     server.stats_obl_disconnections = getattr(server, "stats_obl_disconnections", 0) + 1
     client.closing = True

@@ -141,8 +141,13 @@ def client_context(cfg: Any) -> ssl.SSLContext:
     else:
         raise TLSConfigError("Either tls-ca-cert-file or tls-ca-cert-dir must be specified for TLS client links")
     if cfg.tls_client_cert_file:
-        _load_pair(ctx, cfg.tls_client_cert_file, cfg.tls_client_key_file, cfg.tls_client_key_file_pass,
-                   "tls-client-cert-file/tls-client-key-file")
+        _load_pair(
+            ctx,
+            cfg.tls_client_cert_file,
+            cfg.tls_client_key_file,
+            cfg.tls_client_key_file_pass,
+            "tls-client-cert-file/tls-client-key-file",
+        )
     elif cfg.tls_cert_file:
         _load_pair(ctx, cfg.tls_cert_file, cfg.tls_key_file, cfg.tls_key_file_pass, "tls-cert-file/tls-key-file")
     return ctx

@@ -63,14 +63,38 @@ def test_oom_replies_same_as_redis(conns):
     same(conns, "CONFIG", "SET", "maxmemory", "1")
     assert same(conns, "SET", "b", "2") == OOM
     for cmd in [
-        ("GET", "a"), ("EXISTS", "a", "b"), ("LRANGE", "l", "0", "-1"), ("DEL", "l"), ("SET", "a", "2"),
-        ("INCR", "c"), ("LPUSH", "l", "1"), ("RPUSH", "l", "1"), ("HSET", "h", "f", "v"), ("SADD", "s", "m"),
-        ("ZADD", "z", "1", "m"), ("XADD", "x", "*", "f", "v"), ("APPEND", "a", "x"), ("SETEX", "k", "10", "v"),
-        ("GETSET", "a", "x"), ("MSET", "a", "1", "b", "2"), ("INCRBYFLOAT", "f", "1.5"),
-        ("XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"), ("COPY", "a", "a2"), ("SETNX", "n", "1"),
-        ("EXPIRE", "a", "100"), ("TTL", "a"), ("PERSIST", "a"), ("GETDEL", "a"), ("DEL", "a"),
-        ("PUBLISH", "ch", "m"), ("SELECT", "1"), ("SELECT", "0"), ("PING",), ("DBSIZE",),
-        ("CONFIG", "GET", "maxmemory"), ("CONFIG", "GET", "maxmemory-policy"),
+        ("GET", "a"),
+        ("EXISTS", "a", "b"),
+        ("LRANGE", "l", "0", "-1"),
+        ("DEL", "l"),
+        ("SET", "a", "2"),
+        ("INCR", "c"),
+        ("LPUSH", "l", "1"),
+        ("RPUSH", "l", "1"),
+        ("HSET", "h", "f", "v"),
+        ("SADD", "s", "m"),
+        ("ZADD", "z", "1", "m"),
+        ("XADD", "x", "*", "f", "v"),
+        ("APPEND", "a", "x"),
+        ("SETEX", "k", "10", "v"),
+        ("GETSET", "a", "x"),
+        ("MSET", "a", "1", "b", "2"),
+        ("INCRBYFLOAT", "f", "1.5"),
+        ("XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"),
+        ("COPY", "a", "a2"),
+        ("SETNX", "n", "1"),
+        ("EXPIRE", "a", "100"),
+        ("TTL", "a"),
+        ("PERSIST", "a"),
+        ("GETDEL", "a"),
+        ("DEL", "a"),
+        ("PUBLISH", "ch", "m"),
+        ("SELECT", "1"),
+        ("SELECT", "0"),
+        ("PING",),
+        ("DBSIZE",),
+        ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "GET", "maxmemory-policy"),
         # scripts: no shebang runs and fails at its first write; pcall gets the bare error
         ("EVAL", "return redis.call('set','x','1')", "0"),
         ("EVAL", "return redis.call('get','x')", "0"),
@@ -87,8 +111,12 @@ def test_oom_replies_same_as_redis(conns):
         ("SCRIPT", "LOAD", "return redis.call('set','x','1')"),
         ("EVALSHA", "8b2ae6dd76cda7fc3e27f97431ae27d7b08a221d", "0"),
         # MULTI: anything queued is refused (memory), and the transaction is aborted
-        ("MULTI",), ("GET", "y"), ("SET", "q", "1"), ("EXEC",),
-        ("MULTI",), ("DISCARD",),
+        ("MULTI",),
+        ("GET", "y"),
+        ("SET", "q", "1"),
+        ("EXEC",),
+        ("MULTI",),
+        ("DISCARD",),
     ]:
         same(conns, *cmd)
     # back under the limit: writes work again
@@ -216,22 +244,51 @@ def test_volatile_policies_evict_only_keys_with_a_ttl(rq, policy):
 
 def test_config_and_info_same_as_redis(conns, rq):
     for cmd in [
-        ("CONFIG", "SET", "maxmemory", "100mb"), ("CONFIG", "GET", "maxmemory"),
-        ("CONFIG", "SET", "maxmemory", "1gb"), ("CONFIG", "GET", "maxmemory"),
-        ("CONFIG", "SET", "maxmemory", "12k"), ("CONFIG", "GET", "maxmemory"),
-        ("CONFIG", "SET", "maxmemory", "-1"), ("CONFIG", "SET", "maxmemory", "lots"),
-        ("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"), ("CONFIG", "GET", "maxmemory-policy"),
-        ("CONFIG", "SET", "maxmemory-policy", "ALLKEYS-LFU"), ("CONFIG", "GET", "maxmemory-policy"),
+        ("CONFIG", "SET", "maxmemory", "100mb"),
+        ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "SET", "maxmemory", "1gb"),
+        ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "SET", "maxmemory", "12k"),
+        ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "SET", "maxmemory", "-1"),
+        ("CONFIG", "SET", "maxmemory", "lots"),
+        ("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"),
+        ("CONFIG", "GET", "maxmemory-policy"),
+        ("CONFIG", "SET", "maxmemory-policy", "ALLKEYS-LFU"),
+        ("CONFIG", "GET", "maxmemory-policy"),
         ("CONFIG", "SET", "maxmemory-policy", "lru"),
-        ("CONFIG", "GET", "maxmemory-samples"), ("CONFIG", "SET", "maxmemory-samples", "10"),
-        ("CONFIG", "GET", "maxmemory-samples"), ("CONFIG", "SET", "maxmemory-samples", "0"),
-        ("CONFIG", "SET", "maxmemory-samples", "65"), ("CONFIG", "SET", "maxmemory-samples", "5"),
-        ("CONFIG", "SET", "maxmemory", "0"), ("CONFIG", "SET", "maxmemory-policy", "noeviction"),
+        ("CONFIG", "GET", "maxmemory-samples"),
+        ("CONFIG", "SET", "maxmemory-samples", "10"),
+        ("CONFIG", "GET", "maxmemory-samples"),
+        ("CONFIG", "SET", "maxmemory-samples", "0"),
+        ("CONFIG", "SET", "maxmemory-samples", "65"),
+        ("CONFIG", "SET", "maxmemory-samples", "5"),
+        ("CONFIG", "SET", "maxmemory", "0"),
+        ("CONFIG", "SET", "maxmemory-policy", "noeviction"),
     ]:
         same(conns, *cmd)
     # the denyoom flag in COMMAND INFO, as Redis lists it
-    names = ["set", "hset", "get", "xadd", "lpush", "rpoplpush", "incrbyfloat", "mset", "sadd", "zadd", "del",
-             "append", "setex", "getset", "copy", "xgroup", "expire", "hincrby", "linsert"]
+    names = [
+        "set",
+        "hset",
+        "get",
+        "xadd",
+        "lpush",
+        "rpoplpush",
+        "incrbyfloat",
+        "mset",
+        "sadd",
+        "zadd",
+        "del",
+        "append",
+        "setex",
+        "getset",
+        "copy",
+        "xgroup",
+        "expire",
+        "hincrby",
+        "linsert",
+    ]
     flags = []
     for c in conns:
         rd = hiredis.Reader()
@@ -244,9 +301,14 @@ def test_config_and_info_same_as_redis(conns, rq):
     infos = []
     for c in conns:
         text = c.call_raw("INFO", "memory").decode()
-        infos.append({k: v for k, _, v in (ln.partition(":") for ln in text.split("\r\n")) if k.startswith("maxmemory")})
-    assert infos[0] == infos[1] == {"maxmemory": "104857600", "maxmemory_human": "100.00M",
-                                    "maxmemory_policy": "noeviction"}
+        infos.append(
+            {k: v for k, _, v in (ln.partition(":") for ln in text.split("\r\n")) if k.startswith("maxmemory")}
+        )
+    assert (
+        infos[0]
+        == infos[1]
+        == {"maxmemory": "104857600", "maxmemory_human": "100.00M", "maxmemory_policy": "noeviction"}
+    )
 
 
 def test_maxmemory_flags_env_and_toml(tmp_path):
@@ -262,7 +324,10 @@ def test_maxmemory_flags_env_and_toml(tmp_path):
     try:
         r = redis.Redis(port=srv.port)
         assert r.config_get("maxmemory*") == {
-            "maxmemory": str(3 * 1024 * 1024), "maxmemory-policy": "volatile-ttl", "maxmemory-samples": "7"}
+            "maxmemory": str(3 * 1024 * 1024),
+            "maxmemory-policy": "volatile-ttl",
+            "maxmemory-samples": "7",
+        }
         _fill(r, "p", 1500)
         with pytest.raises(redis.exceptions.OutOfMemoryError):
             _fill(r, "q", 1000)  # no key has a TTL: nothing to evict
@@ -275,7 +340,6 @@ def test_maxmemory_flags_env_and_toml(tmp_path):
         assert r.dbsize() < 3000 and r.info("stats")["evicted_keys"] > 0
     finally:
         srv.stop()
-
 
 
 @pytest.mark.skipif(importlib.util.find_spec("bullmq") is None, reason="the Python BullMQ port is not installed")

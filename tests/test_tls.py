@@ -39,20 +39,60 @@ def _openssl(*args: str, cwd: str) -> None:
 
 
 def _make_ca(d: str, name: str) -> None:
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt",
-             "-days", "2", "-subj", f"/CN={name}", cwd=d)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.crt",
+        "-days",
+        "2",
+        "-subj",
+        f"/CN={name}",
+        cwd=d,
+    )
 
 
 def _make_cert(d: str, name: str, ca: str, cn: str, san: str | None = None) -> None:
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-             "-subj", f"/CN={cn}", cwd=d)
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        "-subj",
+        f"/CN={cn}",
+        cwd=d,
+    )
     extra: list[str] = []
     if san:
         with open(os.path.join(d, f"{name}.ext"), "w") as f:
             f.write(f"subjectAltName={san}\n")
         extra = ["-extfile", f"{name}.ext"]
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
-             "-out", f"{name}.crt", "-days", "2", *extra, cwd=d)
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        f"{ca}.crt",
+        "-CAkey",
+        f"{ca}.key",
+        "-CAcreateserial",
+        "-out",
+        f"{name}.crt",
+        "-days",
+        "2",
+        *extra,
+        cwd=d,
+    )
 
 
 class Certs:
@@ -77,8 +117,17 @@ def certs() -> Iterator[Certs]:
 
 
 def _tls_flags(c: Certs, port: int, *extra: str) -> list[str]:
-    return ["--tls-port", str(port), "--tls-cert-file", c.server_crt, "--tls-key-file", c.server_key,
-            "--tls-ca-cert-file", c.ca_crt, *extra]
+    return [
+        "--tls-port",
+        str(port),
+        "--tls-cert-file",
+        c.server_crt,
+        "--tls-key-file",
+        c.server_key,
+        "--tls-ca-cert-file",
+        c.ca_crt,
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -181,10 +230,21 @@ def test_raw_replies_over_tls_same_as_redis(rq_tls, redis_tls, certs):
     theirs = TlsRawConn(redis_tls.tls_port, client_ssl(certs))
     big = "v" * 200_000  # several TLS records each way
     cmds: list[tuple[Any, ...]] = [
-        ("FLUSHALL",), ("SET", "k", big), ("GET", "k"), ("STRLEN", "k"), ("HSET", "h", "f", "1"),
-        ("HGETALL", "h"), ("LPUSH", "k", "x"), ("EVAL", "return redis.call('incr', KEYS[1])", "1", "c"),
-        ("MULTI",), ("INCR", "c"), ("GET", "c"), ("EXEC",), ("CONFIG", "GET", "tls-auth-clients"),
-        ("CONFIG", "GET", "tls-replication"), ("CONFIG", "SET", "tls-auth-clients", "maybe"),
+        ("FLUSHALL",),
+        ("SET", "k", big),
+        ("GET", "k"),
+        ("STRLEN", "k"),
+        ("HSET", "h", "f", "1"),
+        ("HGETALL", "h"),
+        ("LPUSH", "k", "x"),
+        ("EVAL", "return redis.call('incr', KEYS[1])", "1", "c"),
+        ("MULTI",),
+        ("INCR", "c"),
+        ("GET", "c"),
+        ("EXEC",),
+        ("CONFIG", "GET", "tls-auth-clients"),
+        ("CONFIG", "GET", "tls-replication"),
+        ("CONFIG", "SET", "tls-auth-clients", "maybe"),
         ("CONFIG", "SET", "tls-replication", "maybe"),
         ("PING",),
     ]
@@ -218,8 +278,14 @@ def test_config_get_tls_params(rq_tls, redis_tls, certs):
 
 
 def test_redis_py_ssl(rq_tls, certs):
-    r = redis.Redis(port=rq_tls.tls_port, ssl=True, ssl_ca_certs=certs.ca_crt, ssl_certfile=certs.client_crt,
-                    ssl_keyfile=certs.client_key, socket_timeout=10)
+    r = redis.Redis(
+        port=rq_tls.tls_port,
+        ssl=True,
+        ssl_ca_certs=certs.ca_crt,
+        ssl_certfile=certs.client_crt,
+        ssl_keyfile=certs.client_key,
+        socket_timeout=10,
+    )
     try:
         r.set("py", "over tls")
         assert r.get("py") == b"over tls"
@@ -233,12 +299,19 @@ def test_redis_py_ssl(rq_tls, certs):
         r.close()
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules")),
-                    reason="run `npm ci` in interop/ for the Node client tests")
+@pytest.mark.skipif(
+    shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules")),
+    reason="run `npm ci` in interop/ for the Node client tests",
+)
 def test_ioredis_tls_same_as_redis(rq_tls, redis_tls, certs):
     def run(port: int, *extra: str) -> dict[str, Any]:
-        p = subprocess.run(["node", "tls_ioredis.js", str(port), certs.ca_crt, *extra], cwd=INTEROP,
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            ["node", "tls_ioredis.js", str(port), certs.ca_crt, *extra],
+            cwd=INTEROP,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
 
@@ -317,24 +390,40 @@ def _spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[st
     e = dict(os.environ)
     e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
     e.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "respqueue", "serve", *args], env=e, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "respqueue", "serve", *args],
+        env=e,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def test_tls_only_with_port_0_from_env_and_toml(certs, tmp_path):
     port = free_port()
     toml = tmp_path / "rq.toml"
-    toml.write_text(f'port = 0\ntls-cert-file = "{certs.server_crt}"\ntls-key-file = "{certs.server_key}"\n'
-                    f'tls_ca_cert_file = "{certs.ca_crt}"\n')
-    p = _spawn("--config", str(toml), "--dir", str(tmp_path / "data"), "--durability", "memory",
-               env={"RESPQUEUE_TLS_PORT": str(port)})
+    toml.write_text(
+        f'port = 0\ntls-cert-file = "{certs.server_crt}"\ntls-key-file = "{certs.server_key}"\n'
+        f'tls_ca_cert_file = "{certs.ca_crt}"\n'
+    )
+    p = _spawn(
+        "--config",
+        str(toml),
+        "--dir",
+        str(tmp_path / "data"),
+        "--durability",
+        "memory",
+        env={"RESPQUEUE_TLS_PORT": str(port)},
+    )
     try:
         wait_tls(port, certs)
         conn = TlsRawConn(port, client_ssl(certs))
         try:
             assert conn.call_raw("CONFIG", "GET", "port") == b"*2\r\n$4\r\nport\r\n$1\r\n0\r\n"
             assert conn.call_raw("CONFIG", "GET", "tls-port") == b"*2\r\n$8\r\ntls-port\r\n$%d\r\n%d\r\n" % (
-                len(str(port)), port)
+                len(str(port)),
+                port,
+            )
         finally:
             conn.close()
     finally:
@@ -360,16 +449,36 @@ def test_bad_tls_settings_fail_startup_clearly(certs, tmp_path, case):
     else:
         extra = ["--tls-protocols", "SSLv3"]
         want = "tls-protocols: unknown protocol 'SSLv3'"
-    p = _spawn("--port", str(free_port()), "--tls-port", str(free_port()), "--tls-cert-file", cert, "--tls-key-file",
-               key, *ca, *extra, "--dir", str(tmp_path / "data"), "--durability", "memory")
+    p = _spawn(
+        "--port",
+        str(free_port()),
+        "--tls-port",
+        str(free_port()),
+        "--tls-cert-file",
+        cert,
+        "--tls-key-file",
+        key,
+        *ca,
+        *extra,
+        "--dir",
+        str(tmp_path / "data"),
+        "--durability",
+        "memory",
+    )
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 1, out
     assert want in out and "Traceback" not in out, out
 
 
 def test_client_context_for_replication_links(rq_tls, certs):
-    cfg = Config.load({"tls_ca_cert_file": certs.ca_crt, "tls_client_cert_file": certs.client_crt,
-                       "tls_client_key_file": certs.client_key}, environ={})
+    cfg = Config.load(
+        {
+            "tls_ca_cert_file": certs.ca_crt,
+            "tls_client_cert_file": certs.client_crt,
+            "tls_client_key_file": certs.client_key,
+        },
+        environ={},
+    )
     assert cfg.tls_replication == "no"
     ctx = client_context(cfg)
     assert ctx.verify_mode == ssl.CERT_REQUIRED
@@ -379,8 +488,10 @@ def test_client_context_for_replication_links(rq_tls, certs):
     finally:
         conn.close()
     # without a client certificate of its own it presents the server's (Redis's rule): accepted too
-    cfg2 = Config.load({"tls_ca_cert_file": certs.ca_crt, "tls_cert_file": certs.server_crt,
-                        "tls_key_file": certs.server_key}, environ={})
+    cfg2 = Config.load(
+        {"tls_ca_cert_file": certs.ca_crt, "tls_cert_file": certs.server_crt, "tls_key_file": certs.server_key},
+        environ={},
+    )
     assert tls_ping(rq_tls.tls_port, client_context(cfg2)) == b"+PONG\r\n"
     # a server certificate from another CA is refused
     cfg3 = Config.load({"tls_ca_cert_file": certs.rogueca_crt}, environ={})
