@@ -69,6 +69,7 @@ class Server:
         self.stats_obl_disconnections = 0
         # TLS (respqueue/tls.py): the listener's context, and its port once listening
         self.tls_context: Any = None
+        self.tls_listener: Any = None
         self.tls_port = self.config.tls_port
 
     # ---- clients ----------------------------------------------------------
@@ -198,9 +199,9 @@ class Server:
         loop = asyncio.get_running_loop()
         cfg = self.config
         if cfg.tls_port:
-            from .tls import server_context
+            from .tls import listener_context
 
-            self.tls_context = server_context(cfg)  # TLSConfigError (an OSError): startup fails, says why
+            listener_context(self)  # TLSConfigError (an OSError): startup fails, says why
         from . import memory, outbuf
 
         outbuf.apply(self, cfg.client_output_buffer_limit)
@@ -229,7 +230,7 @@ class Server:
             hosts = cfg.host.split() if cfg.host else None
             srv = await loop.create_server(
                 lambda: ClientConnection(self), hosts, cfg.tls_port, reuse_address=True, backlog=511,
-                ssl=self.tls_context, ssl_handshake_timeout=10.0,
+                ssl=self.tls_listener, ssl_handshake_timeout=10.0,
             )
             self.listeners.append(srv)
             socks = srv.sockets or []

@@ -4,7 +4,9 @@ The server listens with TLS on ``tls-port`` beside the plain ``port`` (``port 0`
 listener, as ``redis-server --port 0 --tls-port 6380``). The listener is an ordinary asyncio server
 created with ``ssl=server_context(config)``: asyncio runs the handshake and hands the connection
 protocol (:class:`respqueue.protocol.ClientConnection`) a transport that reads and writes clear text,
-so nothing downstream knows whether a client came over TLS. A client that fails the handshake
+so nothing downstream knows whether a client came over TLS. CONFIG SET of the files, protocols or ciphers
+builds a new context (:func:`reload`) that the listener's servername callback hands to each new connection
+(:func:`listener_context`); open connections keep theirs. A client that fails the handshake
 (plain text on the TLS port, no or a bad certificate) is dropped by asyncio before any protocol
 object exists.
 
@@ -120,10 +122,64 @@ def server_context(cfg: Any) -> ssl.SSLContext:
     return ctx
 
 
-def set_auth_clients(ctx: ssl.SSLContext | None, value: str) -> None:
+def listener_context(server: Any) -> ssl.SSLContext:
+    """The context the TLS listener is created with (``server.tls_listener``), which is also the current
+    one (``server.tls_context``) until CONFIG SET reloads the TLS settings: its servername callback, which
+    OpenSSL runs for every ClientHello (with or without SNI), then hands each new connection the current
+    context (certificate, key and CA store). Raises TLSConfigError."""
+    ctx = server_context(server.config)
+
+    def use_current(sslobj: Any, _name: str | None, ctx0: ssl.SSLContext) -> None:
+        cur = server.tls_context
+        if cur is not None and cur is not ctx0:
+            sslobj.context = cur
+
+    ctx.sni_callback = use_current
+    server.tls_context = server.tls_listener = ctx
+    return ctx
+
+
+# settings CONFIG SET can change at runtime: new connections get a context built from them
+RELOADABLE = frozenset(
+    {
+        "tls-cert-file",
+        "tls-key-file",
+        "tls-key-file-pass",
+        "tls-ca-cert-file",
+        "tls-ca-cert-dir",
+        "tls-protocols",
+        "tls-ciphers",
+        "tls-client-cert-file",
+        "tls-client-key-file",
+        "tls-client-key-file-pass",
+    }
+)
+
+
+def reload(server: Any) -> None:
+    """After CONFIG SET of a RELOADABLE setting: build the context from the new settings (TLSConfigError
+    when they cannot be used) and make it the one new connections get; connections already open keep
+    theirs, as in Redis. Without TLS (no tls-port, tls-replication no) there is nothing to check."""
+    cfg = server.config
+    if not cfg.tls_port and cfg.tls_replication != "yes":
+        return
+    new = server_context(cfg)
+    if cfg.tls_replication == "yes":
+        client_context(cfg)
+    front = getattr(server, "tls_listener", None)
+    if front is not None:
+        # what each connection takes from the listener's context when it is created
+        front.verify_mode = new.verify_mode
+        front.minimum_version, front.maximum_version = new.minimum_version, new.maximum_version
+        front.set_ciphers(cfg.tls_ciphers or getattr(ssl, "_DEFAULT_CIPHERS", "DEFAULT"))
+        server.tls_context = new
+
+
+def set_auth_clients(server: Any, value: str) -> None:
     """CONFIG SET tls-auth-clients: applies to connections accepted from now on."""
-    if ctx is not None:
-        ctx.verify_mode = AUTH_MODES[value]
+    for ctx in {id(c): c for c in (getattr(server, "tls_listener", None), getattr(server, "tls_context", None))}.values():
+        if ctx is not None:
+            ctx.verify_mode = AUTH_MODES[value]
 
 
 def client_context(cfg: Any) -> ssl.SSLContext:

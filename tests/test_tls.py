@@ -109,6 +109,7 @@ def certs() -> Iterator[Certs]:
     d = tempfile.mkdtemp(prefix="rq-tls-")
     _make_ca(d, "ca")
     _make_cert(d, "server", "ca", "localhost", "DNS:localhost,IP:127.0.0.1")
+    _make_cert(d, "server2", "ca", "localhost", "DNS:localhost,IP:127.0.0.1")
     _make_cert(d, "client", "ca", "client")
     _make_ca(d, "rogueca")
     _make_cert(d, "rogue", "rogueca", "rogue")
@@ -496,3 +497,72 @@ def test_client_context_for_replication_links(rq_tls, certs):
     # a server certificate from another CA is refused
     cfg3 = Config.load({"tls_ca_cert_file": certs.rogueca_crt}, environ={})
     assert tls_ping(rq_tls.tls_port, client_context(cfg3)) == "SSLCertVerificationError"
+
+
+def _peer_cert(port: int, c: Certs) -> bytes:
+    conn = TlsRawConn(port, client_ssl(c))
+    try:
+        assert conn.call_raw("PING") == b"+PONG\r\n"
+        der = conn.sock.getpeercert(binary_form=True)
+        assert der is not None
+        return der
+    finally:
+        conn.close()
+
+
+def _der(path: str) -> bytes:
+    with open(path) as f:
+        return ssl.PEM_cert_to_DER_cert(f.read())
+
+
+def test_config_set_reloads_tls_settings_as_redis(rq_tls, redis_tls, certs):
+    """Certificate rotation and CA changes at runtime, for new connections; bad values change nothing."""
+    conns = [RawConn(rq_tls.port), RawConn(redis_tls.port)]
+    ports = [rq_tls.tls_port, redis_tls.tls_port]
+    open_conns = [TlsRawConn(p, client_ssl(certs)) for p in ports]
+
+    def same(*cmd: Any) -> bytes:
+        ours, theirs = conns[0].call_raw(*cmd), conns[1].call_raw(*cmd)
+        assert ours == theirs, (cmd, ours, theirs)
+        return ours
+
+    try:
+        assert same("CONFIG", "SET", "tls-cert-file", "/nonexistent.crt").startswith(b"-ERR CONFIG SET failed")
+        same("CONFIG", "GET", "tls-cert-file")
+        same("CONFIG", "SET", "tls-ca-cert-file", "/nonexistent-ca.crt")
+        same("CONFIG", "SET", "tls-protocols", "bogus")
+        same("CONFIG", "GET", "tls-protocols")
+        same("CONFIG", "GET", "tls-ca-cert-file")
+        for p in ports:
+            assert _peer_cert(p, certs) == _der(certs.server_crt)
+        # rotate the server certificate
+        assert (
+            same("CONFIG", "SET", "tls-cert-file", certs.server2_crt, "tls-key-file", certs.server2_key) == b"+OK\r\n"
+        )
+        same("CONFIG", "GET", "tls-key-file")
+        for p in ports:
+            assert _peer_cert(p, certs) == _der(certs.server2_crt)
+        # another CA for client certificates
+        assert same("CONFIG", "SET", "tls-ca-cert-file", certs.rogueca_crt) == b"+OK\r\n"
+        for p in ports:
+            assert tls_ping(p, client_ssl(certs, "rogue")) == b"+PONG\r\n"
+            assert tls_ping(p, client_ssl(certs)) != b"+PONG\r\n"
+        same("CONFIG", "SET", "tls-protocols", "TLSv1.2")
+        same("CONFIG", "GET", "tls-protocols")
+        for p in ports:
+            conn = TlsRawConn(p, client_ssl(certs, "rogue"))
+            assert conn.sock.version() == "TLSv1.2"
+            conn.close()
+        # connections made before keep working
+        for c in open_conns:
+            assert c.call_raw("PING") == b"+PONG\r\n"
+    finally:
+        for c in conns:
+            c.call_raw("CONFIG", "SET", "tls-cert-file", certs.server_crt, "tls-key-file", certs.server_key)
+            c.call_raw("CONFIG", "SET", "tls-ca-cert-file", certs.ca_crt, "tls-protocols", "")
+            c.close()
+        for c in open_conns:
+            c.close()
+    for p in ports:
+        assert tls_ping(p, client_ssl(certs)) == b"+PONG\r\n"
+        assert _peer_cert(p, certs) == _der(certs.server_crt)

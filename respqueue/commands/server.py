@@ -26,6 +26,7 @@ from ..config import PARAMS
 from ..errors import NOT_INTEGER, SYNTAX, TIMEOUT_NEGATIVE, wrong_args
 from ..glob import compile_glob
 from ..resp import NO_REPLY, OK, Push, RedisError, SetReply, Status, Verbatim
+from ..tls import RELOADABLE as TLS_RELOADABLE
 from .connection import REDIS_VERSION
 from .registry import Command, command, container, lookup, subcommand, unique_commands
 from .util import INT64_MAX, eq, parse_float, str2int
@@ -271,7 +272,7 @@ def _apply(server: Any, name: str, value: Any) -> None:
     elif name == "tls-auth-clients":
         from ..tls import set_auth_clients
 
-        set_auth_clients(getattr(server, "tls_context", None), value)
+        set_auth_clients(server, value)
 
 
 container("config", -2, "", group="server")
@@ -331,9 +332,30 @@ def config_set(c: Any, argv: list[bytes]) -> Any:
             values.append((canon, _parse_value(server, canon, PARAMS[canon][2], raw)))
         except ValueError as e:
             raise _set_failed(arg, str(e)) from None
+    tls_args = [(arg, canonical(name)) for arg, name, _ in pairs if canonical(name) in TLS_RELOADABLE]
+    old = {canon: get_config(server, canon) for _, canon in tls_args}
     for canon, value in values:
         _apply(server, canon, value)
+    if tls_args:
+        _tls_reload(server, tls_args, old)
     return OK
+
+
+def _tls_reload(server: Any, tls_args: list[tuple[bytes, str]], old: dict[str, str]) -> None:
+    """New TLS files/protocols/ciphers: a new context for new connections, or the old settings back."""
+    from ..tls import TLSConfigError, reload
+
+    try:
+        reload(server)
+    except TLSConfigError as e:
+        log.warning("%s", e)
+        log.warning(
+            "Failed applying new configuration. Possibly related to new %s setting. Restoring previous settings.",
+            tls_args[0][1],
+        )
+        for canon, v in old.items():
+            setattr(server.config, PARAMS[canon][0], v or None)
+        raise _set_failed(tls_args[0][0], "Unable to update TLS configuration. Check server logs.") from None
 
 
 @subcommand("config", "resetstat", 2, "admin noscript loading stale")
