@@ -212,6 +212,7 @@ class Server:
             self.journal = open_persistence(self)
             if self.journal is not None:
                 self.journal.start()
+        memory.setup(self)  # after the store is loaded, before clients: measures the keyspace when maxmemory is set
         if cfg.backup_to and getattr(self, "_backup_task", None) is None:
             from .backup_schedule import start_scheduled_backups
 
@@ -245,7 +246,6 @@ class Server:
             srv = await loop.create_unix_server(lambda: ClientConnection(self), cfg.unixsocket)
             self.listeners.append(srv)
             log.info("listening on unix socket %s", cfg.unixsocket)
-        memory.setup(self)  # after the store is loaded: measures the keyspace when maxmemory is set
         self._stop = loop.create_future()
         self._cron_task = loop.create_task(self._cron())
 

@@ -374,3 +374,22 @@ def test_bullmq_add_over_maxmemory_same_error_as_redis(rq, ref):
     theirs = asyncio.run(add(ref.port))
     assert ours == theirs
     assert ours[0].startswith("OutOfMemoryError: command not allowed when used memory > 'maxmemory'. script: ")
+
+
+def test_keyspace_loaded_from_the_store_counts_from_the_start(tmp_path):
+    srv = start_respqueue("--durability", "buffered", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port, socket_timeout=20)
+        _fill(r, "stored", 2000)  # ~2 MB of values
+        r.close()
+    finally:
+        assert srv.stop() == 0
+    srv = start_respqueue("--durability", "buffered", "--maxmemory", "1mb", workdir=str(tmp_path))
+    try:
+        raw = RawConn(srv.port)
+        assert raw.call_raw("DBSIZE") == b":2000\r\n"
+        assert raw.call_raw("SET", "one-more", "x") == OOM
+        assert raw.call_raw("DEL", "stored:1") == b":1\r\n"
+        raw.close()
+    finally:
+        srv.stop()
