@@ -566,3 +566,27 @@ def test_config_set_reloads_tls_settings_as_redis(rq_tls, redis_tls, certs):
     for p in ports:
         assert tls_ping(p, client_ssl(certs)) == b"+PONG\r\n"
         assert _peer_cert(p, certs) == _der(certs.server_crt)
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules", "bullmq")),
+    reason="run `npm ci` in interop/ for the BullMQ tests",
+)
+def test_bullmq_over_tls_same_as_redis(rq_tls, redis_tls, certs):
+    """A BullMQ Queue, QueueEvents and Worker on ioredis TLS connections: same outcome as on Redis."""
+
+    def run(port: int) -> dict[str, Any]:
+        p = subprocess.run(
+            ["node", "tls_bullmq.js", str(port), certs.ca_crt, certs.client_crt, certs.client_key],
+            cwd=INTEROP,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    ours = run(rq_tls.tls_port)
+    theirs = run(redis_tls.tls_port)
+    assert ours["completed"] == 20 and ours["events"] == 20 and ours["info"], ours
+    assert ours == theirs
