@@ -201,7 +201,7 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "lazyfree-lazy-user-flush": (None, "no", "str", True),
     "activerehashing": (None, "yes", "str", True),
     "protected-mode": (None, "no", "str", True),
-    "tls-port": ("tls_port", None, "int", False),
+    "tls-port": ("tls_port", None, "int", True),
     "tls-cert-file": ("tls_cert_file", None, "str", True),
     "tls-key-file": ("tls_key_file", None, "str", True),
     "tls-key-file-pass": ("tls_key_file_pass", None, "str", True),

@@ -70,6 +70,7 @@ class Server:
         # TLS (respqueue/tls.py): the listener's context, and its port once listening
         self.tls_context: Any = None
         self.tls_listener: Any = None
+        self.tls_servers: list[asyncio.AbstractServer] = []
         self.tls_port = self.config.tls_port
 
     # ---- clients ----------------------------------------------------------
@@ -228,16 +229,9 @@ class Server:
                 self.tcp_port = socks[0].getsockname()[1]
             log.info("listening on %s port %d", cfg.host, self.tcp_port)
         if cfg.tls_port:
-            hosts = cfg.host.split() if cfg.host else None
-            srv = await loop.create_server(
-                lambda: ClientConnection(self), hosts, cfg.tls_port, reuse_address=True, backlog=511,
-                ssl=self.tls_listener, ssl_handshake_timeout=10.0,
-            )
-            self.listeners.append(srv)
-            socks = srv.sockets or []
-            if socks:
-                self.tls_port = socks[0].getsockname()[1]
-            log.info("listening with TLS on %s port %d", cfg.host, self.tls_port)
+            from .tls import listen
+
+            await listen(self)
         if cfg.unixsocket:
             try:
                 os.unlink(cfg.unixsocket)

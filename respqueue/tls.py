@@ -25,8 +25,13 @@ Settings (names as Redis's, also flags ``--tls-...``, ``RESPQUEUE_TLS_...`` and 
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import socket
 import ssl
 from typing import Any
+
+log = logging.getLogger("respqueue")
 
 AUTH_MODES = {"yes": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "no": ssl.CERT_NONE}
 _PROTOCOLS = {
@@ -177,7 +182,9 @@ def reload(server: Any) -> None:
 
 def set_auth_clients(server: Any, value: str) -> None:
     """CONFIG SET tls-auth-clients: applies to connections accepted from now on."""
-    for ctx in {id(c): c for c in (getattr(server, "tls_listener", None), getattr(server, "tls_context", None))}.values():
+    for ctx in {
+        id(c): c for c in (getattr(server, "tls_listener", None), getattr(server, "tls_context", None))
+    }.values():
         if ctx is not None:
             ctx.verify_mode = AUTH_MODES[value]
 
@@ -207,3 +214,83 @@ def client_context(cfg: Any) -> ssl.SSLContext:
     elif cfg.tls_cert_file:
         _load_pair(ctx, cfg.tls_cert_file, cfg.tls_key_file, cfg.tls_key_file_pass, "tls-cert-file/tls-key-file")
     return ctx
+
+
+# ---- the listener ----------------------------------------------------------------------------------
+def _bind(hosts: list[str] | None, port: int) -> list[socket.socket]:
+    """Listening sockets on ``port`` for each address of ``hosts`` (all when None); OSError when one fails."""
+    socks: list[socket.socket] = []
+    seen: set[Any] = set()
+    try:
+        for host in hosts or [None]:
+            for family, type_, proto, _, addr in socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            ):
+                if addr in seen:
+                    continue
+                seen.add(addr)
+                s = socket.socket(family, type_, proto)
+                socks.append(s)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                s.bind(addr)
+                s.listen(511)
+                s.setblocking(False)
+                if port == 0:
+                    port = s.getsockname()[1]
+    except OSError:
+        for s in socks:
+            s.close()
+        raise
+    if not socks:
+        raise OSError(f"no address to listen on for {hosts}")
+    return socks
+
+
+async def _serve(server: Any, socks: list[socket.socket]) -> None:
+    from .protocol import ClientConnection
+
+    loop = asyncio.get_running_loop()
+    for sock in socks:
+        srv = await loop.create_server(
+            lambda: ClientConnection(server), sock=sock, ssl=server.tls_listener, ssl_handshake_timeout=10.0
+        )
+        server.tls_servers.append(srv)
+        server.listeners.append(srv)
+
+
+def _hosts(server: Any) -> list[str] | None:
+    h = server.config.host
+    return h.split() if h else None
+
+
+async def listen(server: Any) -> None:
+    """Start the TLS listener on ``tls-port`` (the context is :func:`listener_context`'s)."""
+    socks = _bind(_hosts(server), server.config.tls_port)
+    server.tls_port = socks[0].getsockname()[1]
+    await _serve(server, socks)
+    log.info("listening with TLS on %s port %d", server.config.host, server.tls_port)
+
+
+def change_port(server: Any, port: int) -> None:
+    """CONFIG SET tls-port: listen with TLS on ``port`` instead (0: no TLS listener). The new sockets are
+    bound before this returns (OSError, e.g. the port is taken: nothing changes); open connections stay."""
+    if port and port == server.tls_port and server.tls_servers:
+        return
+    socks: list[socket.socket] = []
+    if port:
+        if server.tls_listener is None:
+            listener_context(server)  # TLSConfigError when TLS is not configured
+        socks = _bind(_hosts(server), port)
+    for srv in server.tls_servers:
+        srv.close()
+        if srv in server.listeners:
+            server.listeners.remove(srv)
+    server.tls_servers = []
+    server.tls_port = socks[0].getsockname()[1] if socks else 0
+    if socks:
+        asyncio.get_running_loop().create_task(_serve(server, socks))
+        log.info("listening with TLS on %s port %d", server.config.host, server.tls_port)
+    else:
+        log.info("TLS listener closed (tls-port 0)")

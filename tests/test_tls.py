@@ -590,3 +590,46 @@ def test_bullmq_over_tls_same_as_redis(rq_tls, redis_tls, certs):
     theirs = run(redis_tls.tls_port)
     assert ours["completed"] == 20 and ours["events"] == 20 and ours["info"], ours
     assert ours == theirs
+
+
+def test_config_set_tls_port_as_redis(rq_tls, redis_tls, certs):
+    conns = [RawConn(rq_tls.port), RawConn(redis_tls.port)]
+    servers = [rq_tls, redis_tls]
+
+    def same(*cmd: Any) -> bytes:
+        ours, theirs = conns[0].call_raw(*cmd), conns[1].call_raw(*cmd)
+        assert ours == theirs, (cmd, ours, theirs)
+        return ours
+
+    held = [TlsRawConn(s.tls_port, client_ssl(certs)) for s in servers]
+    try:
+        same("CONFIG", "SET", "tls-port", "abc")
+        same("CONFIG", "SET", "tls-port", "70000")
+        for c, s in zip(conns, servers, strict=True):  # a port that is taken: its own plain port
+            assert c.call_raw("CONFIG", "SET", "tls-port", str(s.port)) == (
+                b"-ERR CONFIG SET failed (possibly related to argument 'tls-port') - "
+                b"Unable to listen on this port. Check server logs.\r\n"
+            )
+            assert c.call_raw("CONFIG", "GET", "tls-port").endswith(b"%d\r\n" % s.tls_port)
+        new_ports = [free_port(), free_port()]
+        for c, p in zip(conns, new_ports, strict=True):
+            assert c.call_raw("CONFIG", "SET", "tls-port", str(p)) == b"+OK\r\n"
+        for s, p in zip(servers, new_ports, strict=True):
+            wait_tls(p, certs)
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", s.tls_port), timeout=5).close()
+        same("CONFIG", "SET", "tls-port", "0")
+        same("CONFIG", "GET", "tls-port")
+        for p in new_ports:
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", p), timeout=5).close()
+        for c in held:  # connections made before any of it carry on
+            assert c.call_raw("PING") == b"+PONG\r\n"
+    finally:
+        for c, s in zip(conns, servers, strict=True):
+            c.call_raw("CONFIG", "SET", "tls-port", str(s.tls_port))
+            c.close()
+        for c in held:
+            c.close()
+    for s in servers:
+        wait_tls(s.tls_port, certs)

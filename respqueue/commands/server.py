@@ -334,11 +334,26 @@ def config_set(c: Any, argv: list[bytes]) -> Any:
             raise _set_failed(arg, str(e)) from None
     tls_args = [(arg, canonical(name)) for arg, name, _ in pairs if canonical(name) in TLS_RELOADABLE]
     old = {canon: get_config(server, canon) for _, canon in tls_args}
+    old_tls_port = get_config(server, "tls-port")
     for canon, value in values:
         _apply(server, canon, value)
     if tls_args:
         _tls_reload(server, tls_args, old)
+    for arg, name, _ in pairs:
+        if canonical(name) == "tls-port":
+            _tls_port(server, arg, int(old_tls_port))
     return OK
+
+
+def _tls_port(server: Any, arg: bytes, old: int) -> None:
+    from ..tls import change_port
+
+    try:
+        change_port(server, server.config.tls_port)
+    except OSError as e:
+        log.warning("Failed to listen with TLS on port %d: %s", server.config.tls_port, e)
+        server.config.tls_port = old
+        raise _set_failed(arg, "Unable to listen on this port. Check server logs.") from None
 
 
 def _tls_reload(server: Any, tls_args: list[tuple[bytes, str]], old: dict[str, str]) -> None:
