@@ -268,8 +268,8 @@ def cmd(name: str) -> Command:
 # ---- the hook ------------------------------------------------------------------
 def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
     """EVAL/EVALSHA through a native implementation, or FALLBACK for the Lua path."""
-    if not _BY_SHA or not enabled(c.server):
-        return FALLBACK
+    if not _BY_SHA or not enabled(c.server) or c.server.oom_state:
+        return FALLBACK  # over maxmemory: the Lua path fails the first write with Redis's OOM error
     if len(argv) < 3:
         return FALLBACK
     if by_sha:

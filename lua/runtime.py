@@ -43,6 +43,7 @@ ERR_UNKNOWN = b"ERR Unknown Redis command called from script"
 ERR_ARITY = b"ERR Wrong number of args calling Redis command from script"
 ERR_NOSCRIPT_CMD = b"ERR This Redis command is not allowed from script"
 ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
+OOM_MSG = b"OOM command not allowed when used memory > 'maxmemory'."
 
 FLAT_ARGS = 12  # up to this many keys + args go to Lua as call arguments; more: two table_from calls (cheaper then)
 
@@ -288,7 +289,9 @@ class Scripting:
             if cmd is not None and cmd.subcommands is None and not cmd.noscript:
                 n = len(args)
                 ar = cmd.arity
-                if (n == ar if ar > 0 else n >= -ar) and not (cmd.is_write and self.readonly):
+                if (n == ar if ar > 0 else n >= -ar) and not (
+                    cmd.is_write and (self.readonly or self.server.oom_state)
+                ):
                     argv: list[bytes] | None = list(args)
                     for a in args:
                         if type(a) is not bytes:
@@ -389,6 +392,9 @@ class Scripting:
         if cmd.is_write:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)
+            if cmd.is_denyoom and not self.wrote and self.server.oom_state:
+                # over maxmemory: a script's first write that needs memory fails, as Redis's scriptVerifyOOM
+                return None, self.mk_err(OOM_MSG)
             self.wrote = True
         if self.server.monitors:
             self._feed_monitors(argv)

@@ -88,6 +88,42 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    + env % "METRICS_PORT")
     s.add_argument("--metrics-host", dest="metrics_host",
                    help="address(es) of the metrics/dashboard HTTP server, default: --host" + env % "METRICS_HOST")
+    add_limit_flags(s)
+
+
+def add_limit_flags(s: argparse.ArgumentParser) -> None:
+    """TLS (respqueue/tls.py), maxmemory (respqueue/memory.py), output buffer limits (respqueue/outbuf.py)."""
+    env = " (env RESPQUEUE_%s)"
+    for name, what in (
+        ("tls-cert-file", "server certificate (PEM)"),
+        ("tls-key-file", "server private key (PEM)"),
+        ("tls-key-file-pass", "passphrase of --tls-key-file"),
+        ("tls-ca-cert-file", "CA certificate(s) that client certificates are checked against"),
+        ("tls-ca-cert-dir", "directory of CA certificates (OpenSSL hashed names)"),
+        ("tls-protocols", 'TLS versions, e.g. "TLSv1.2 TLSv1.3" (the default)'),
+        ("tls-ciphers", "TLSv1.2 ciphers, OpenSSL syntax"),
+        ("tls-client-cert-file", "certificate of outgoing TLS links (replication); default --tls-cert-file"),
+        ("tls-client-key-file", "key of --tls-client-cert-file"),
+        ("tls-client-key-file-pass", "passphrase of --tls-client-key-file"),
+    ):
+        dest = name.replace("-", "_")
+        s.add_argument("--" + name, dest=dest, help=what + env % dest.upper())
+    s.add_argument("--tls-port", dest="tls_port", type=int,
+                   help="TLS port beside --port (0, the default: no TLS; --port 0: TLS only)" + env % "TLS_PORT")
+    s.add_argument("--tls-auth-clients", dest="tls_auth_clients", choices=("yes", "no", "optional"),
+                   help="require client certificates: yes (default), optional or no" + env % "TLS_AUTH_CLIENTS")
+    s.add_argument("--tls-replication", dest="tls_replication", choices=("yes", "no"),
+                   help="replication links over TLS, default no" + env % "TLS_REPLICATION")
+    s.add_argument("--maxmemory", help="memory limit: bytes or 100mb, 1gb... (0, the default: none)" + env % "MAXMEMORY")
+    s.add_argument("--maxmemory-policy", dest="maxmemory_policy",
+                   choices=("noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru",
+                            "volatile-lfu", "volatile-random", "volatile-ttl"),
+                   help="what to do over --maxmemory, default noeviction" + env % "MAXMEMORY_POLICY")
+    s.add_argument("--maxmemory-samples", dest="maxmemory_samples", type=int,
+                   help="keys sampled per eviction, default 5" + env % "MAXMEMORY_SAMPLES")
+    s.add_argument("--client-output-buffer-limit", dest="client_output_buffer_limit", metavar="LIMITS",
+                   help='per class "CLASS HARD SOFT SECONDS ...", default'
+                   ' "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"' + env % "CLIENT_OUTPUT_BUFFER_LIMIT")
 
 
 def _history_switch(v: str) -> str:

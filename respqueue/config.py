@@ -29,7 +29,6 @@ class Config:
     proto_max_bulk_len: int = 512 * MB
     client_query_buffer_limit: int = 1024 * MB
     output_pause_bytes: int = 4 * MB
-    pubsub_output_limit: int = 32 * MB
     lua_time_limit: int = 5000
     slowlog_log_slower_than: int = 10000
     slowlog_max_len: int = 128
@@ -46,6 +45,26 @@ class Config:
     native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
     metrics_port: int = 0  # HTTP port of /metrics and the dashboard (respqueue/http); 0: off
     metrics_host: str | None = None  # address(es) of that HTTP server; default: the server's host
+    # TLS as Redis 7 (respqueue/tls.py): a TLS listener on tls_port beside the plain port (0: none)
+    tls_port: int = 0
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_key_file_pass: str | None = None
+    tls_ca_cert_file: str | None = None
+    tls_ca_cert_dir: str | None = None
+    tls_auth_clients: str = "yes"  # yes (a client certificate is required), optional or no
+    tls_protocols: str | None = None  # e.g. "TLSv1.2 TLSv1.3" (the default: both)
+    tls_ciphers: str | None = None  # TLSv1.2 cipher list, OpenSSL syntax
+    tls_replication: str = "no"  # replication links over TLS (tls.client_context)
+    tls_client_cert_file: str | None = None  # outgoing links' certificate (default: tls_cert_file)
+    tls_client_key_file: str | None = None
+    tls_client_key_file_pass: str | None = None
+    # memory limits as Redis (respqueue/memory.py); maxmemory takes units: 100mb, 1gb
+    maxmemory: Any = 0
+    maxmemory_policy: str = "noeviction"
+    maxmemory_samples: int = 5
+    # output buffer limits per client class (respqueue/outbuf.py), Redis's syntax
+    client_output_buffer_limit: str = "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -75,7 +94,41 @@ class Config:
         for k, v in flags.items():
             if k in names:
                 setattr(cfg, k, _coerce(names[k].type, v, "--" + k.replace("_", "-")))
+        _check_limits(cfg)
         return cfg
+
+
+_POLICIES = (
+    "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
+    "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction",
+)
+
+
+def _check_limits(cfg: Config) -> None:
+    """Normalise and check the TLS, maxmemory and output buffer settings (ValueError when bad)."""
+    try:
+        cfg.maxmemory = parse_memory(str(cfg.maxmemory))
+    except ValueError:
+        raise ValueError(f"maxmemory must be a memory value (bytes, or 100mb, 1gb...), not {cfg.maxmemory!r}") from None
+    cfg.maxmemory_policy = cfg.maxmemory_policy.lower()
+    if cfg.maxmemory_policy not in _POLICIES:
+        raise ValueError("maxmemory-policy must be one of " + ", ".join(_POLICIES))
+    if not 1 <= cfg.maxmemory_samples <= 2**31 - 1:
+        raise ValueError("maxmemory-samples must be between 1 and 2147483647")
+    for name in ("tls_auth_clients", "tls_replication"):
+        v = str(getattr(cfg, name)).lower()
+        ok = ("yes", "no", "optional") if name == "tls_auth_clients" else ("yes", "no")
+        if v not in ok:
+            raise ValueError(f"{name.replace('_', '-')} must be {' or '.join(ok)}, not {v!r}")
+        setattr(cfg, name, v)
+    if not 0 <= cfg.tls_port <= 65535:
+        raise ValueError("tls-port must be between 0 and 65535")
+    from .outbuf import format_limits, parse_limits
+
+    try:
+        cfg.client_output_buffer_limit = format_limits(parse_limits(cfg.client_output_buffer_limit))
+    except ValueError as e:
+        raise ValueError(f"client-output-buffer-limit: {e}") from None
 
 
 def _coerce(t: Any, v: Any, where: str = "value") -> Any:
@@ -124,13 +177,14 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "slowlog-max-len": ("slowlog_max_len", None, "int", True),
     "hz": ("hz", None, "int", True),
     "loglevel": ("log_level", None, "str", True),
-    "maxmemory": (None, "0", "memory", True),
-    "maxmemory-policy": (None, "noeviction", "str", True),
+    "maxmemory": ("maxmemory", None, "memory", True),
+    "maxmemory-policy": ("maxmemory_policy", None, "str", True),
+    "maxmemory-samples": ("maxmemory_samples", None, "int", True),
     "save": (None, "", "str", True),
     "appendonly": (None, "no", "str", True),
     "appendfsync": (None, "everysec", "str", True),
     "notify-keyspace-events": (None, "", "str", True),
-    "client-output-buffer-limit": (None, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", "str", True),
+    "client-output-buffer-limit": ("client_output_buffer_limit", None, "str", True),
     "hash-max-listpack-entries": (None, "512", "int", True),
     "hash-max-listpack-value": (None, "64", "int", True),
     "hash-max-ziplist-entries": (None, "512", "int", True),
@@ -149,4 +203,17 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "lazyfree-lazy-user-flush": (None, "no", "str", True),
     "activerehashing": (None, "yes", "str", True),
     "protected-mode": (None, "no", "str", True),
+    "tls-port": ("tls_port", None, "int", True),
+    "tls-cert-file": ("tls_cert_file", None, "str", True),
+    "tls-key-file": ("tls_key_file", None, "str", True),
+    "tls-key-file-pass": ("tls_key_file_pass", None, "str", True),
+    "tls-ca-cert-file": ("tls_ca_cert_file", None, "str", True),
+    "tls-ca-cert-dir": ("tls_ca_cert_dir", None, "str", True),
+    "tls-auth-clients": ("tls_auth_clients", None, "str", True),
+    "tls-protocols": ("tls_protocols", None, "str", True),
+    "tls-ciphers": ("tls_ciphers", None, "str", True),
+    "tls-replication": ("tls_replication", None, "str", True),
+    "tls-client-cert-file": ("tls_client_cert_file", None, "str", True),
+    "tls-client-key-file": ("tls_client_key_file", None, "str", True),
+    "tls-client-key-file-pass": ("tls_client_key_file_pass", None, "str", True),
 }

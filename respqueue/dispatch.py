@@ -74,6 +74,11 @@ def process(client: Any, argv: list[bytes]) -> Any:
     client.last_cmd = cmd
     if not client.authenticated and not cmd.noauth:
         return _rejected(client, NOAUTH, argv)
+    if client.server.mem_guard is not None:
+        # maxmemory is set (respqueue/memory.py): evict, or refuse with -OOM, as Redis's processCommand
+        oom = client.server.mem_guard.check(client, cmd, argv)
+        if oom is not None:
+            return _rejected(client, oom, argv)
     if (client.channels or client.patterns) and client.resp == 2 and cmd.name not in _PUBSUB_ALLOWED:
         return RedisError(
             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
@@ -128,7 +133,8 @@ def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> 
             from .commands.transactions import discard_transaction
 
             discard_transaction(client)
-            msg = err.msg.split(b" ", 1)[1] if b" " in err.msg else err.msg
+            # Redis's rejectCommandFormat texts have no ERR code; shared errors (-OOM, -MISCONF) keep theirs
+            msg = err.msg[4:] if err.msg.startswith(b"ERR ") else err.msg
             return RedisError(b"EXECABORT Transaction discarded because of: " + msg)
     return err
 

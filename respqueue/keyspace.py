@@ -136,6 +136,8 @@ class Database:
             s.ready_keys[(self.index, key)] = None
         if s.journal is not None:
             s.journal.key_changed(self, key, created)
+        if s.mem_guard is not None:
+            s.mem_guard.key_changed(self, key)
 
     def touch_all_watched(self) -> None:
         for clients in self.watched.values():
@@ -188,6 +190,8 @@ class Database:
                     for c in clients:
                         c.dirty_cas = True
         n = len(self.data)
+        if self.server.mem_guard is not None:
+            self.server.mem_guard.db_flushed(self)
         self.data.clear()
         self.expires.clear()
         self.expire_heap.clear()

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import hiredis
 
+from . import outbuf
 from .client import Client
 from .dispatch import Block, process
 from .inline import ProtocolError, RequestParser, skip_replies
@@ -105,6 +106,7 @@ class ClientConnection(asyncio.Protocol, Client):
         self.held: deque[tuple[int, bytes, bool]] | None = None
         self.hold_bid = 0
         self.close_when_released = False
+        self.obl_soft_since: float | None = None  # output over its soft limit since (outbuf.py)
 
     # ---- connection lifecycle -------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -480,6 +482,8 @@ class ClientConnection(asyncio.Protocol, Client):
         t = self.transport
         if t is not None and not t.is_closing():
             t.write(data)
+            if self.server.obl_normal is not None:
+                outbuf.check(self, t)
 
     def reply(self, r: Any) -> None:
         out: list[bytes] = []
@@ -496,9 +500,7 @@ class ClientConnection(asyncio.Protocol, Client):
             self.held.append((self.hold_bid, b"".join(out), False))
             return
         t.write(b"".join(out))
-        limit = self.server.config.pubsub_output_limit
-        if limit and t.get_write_buffer_size() > limit:
-            self.close("pubsub output buffer limit reached")
+        outbuf.check(self, t)  # client-output-buffer-limit of its class (pubsub while subscribed)
 
     # ---- blocking -------------------------------------------------------
     def _block(self, b: Block, argv: list[bytes]) -> None:

@@ -63,6 +63,20 @@ class Server:
         self.metrics_providers: list[Any] = []
         self.http_routes: dict[tuple[str, str], Any] = {}
         self.http: Any = None
+        # maxmemory (respqueue/memory.py): the guard while maxmemory > 0, and whether the command
+        # being run found the server over the limit
+        self.mem_guard: Any = None
+        self.oom_state = False
+        self.stats_evicted_keys = 0
+        # client-output-buffer-limit (respqueue/outbuf.py)
+        self.obl: Any = None
+        self.obl_normal: Any = None
+        self.stats_obl_disconnections = 0
+        # TLS (respqueue/tls.py): the listener's context, and its port once listening
+        self.tls_context: Any = None
+        self.tls_listener: Any = None
+        self.tls_servers: list[asyncio.AbstractServer] = []
+        self.tls_port = self.config.tls_port
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -190,6 +204,13 @@ class Server:
 
         loop = asyncio.get_running_loop()
         cfg = self.config
+        if cfg.tls_port:
+            from .tls import listener_context
+
+            listener_context(self)  # TLSConfigError (an OSError): startup fails, says why
+        from . import memory, outbuf
+
+        outbuf.apply(self, cfg.client_output_buffer_limit)
         os.makedirs(cfg.dir, exist_ok=True)
         if self.journal is None:
             from .persistence import open_persistence
@@ -197,6 +218,7 @@ class Server:
             self.journal = open_persistence(self)
             if self.journal is not None:
                 self.journal.start()
+        memory.setup(self)  # after the store is loaded, before clients: measures the keyspace when maxmemory is set
         if cfg.backup_to and getattr(self, "_backup_task", None) is None:
             from .backup_schedule import start_scheduled_backups
 
@@ -211,6 +233,10 @@ class Server:
             if socks:
                 self.tcp_port = socks[0].getsockname()[1]
             log.info("listening on %s port %d", cfg.host, self.tcp_port)
+        if cfg.tls_port:
+            from .tls import listen
+
+            await listen(self)
         if cfg.unixsocket:
             try:
                 os.unlink(cfg.unixsocket)
@@ -346,5 +372,11 @@ def run(config: Config) -> int:
         return 1
     except OSError as e:
         log.error("cannot start: %s", e)
+        from .tls import TLSConfigError
+
+        if isinstance(e, TLSConfigError):
+            import sys
+
+            print(f"respqueue: cannot start: TLS: {e}", file=sys.stderr)
         return 1
     return 0

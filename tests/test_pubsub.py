@@ -534,15 +534,15 @@ def test_non_reading_subscriber_does_not_stall(r, rq_server):
 
 @pytest.fixture
 def small_limit_server() -> Iterator[Any]:
-    old = os.environ.get("RESPQUEUE_PUBSUB_OUTPUT_LIMIT")
-    os.environ["RESPQUEUE_PUBSUB_OUTPUT_LIMIT"] = str(1024 * 1024)
+    old = os.environ.get("RESPQUEUE_CLIENT_OUTPUT_BUFFER_LIMIT")
+    os.environ["RESPQUEUE_CLIENT_OUTPUT_BUFFER_LIMIT"] = "pubsub 1mb 0 0"
     try:
         srv = start_respqueue()
     finally:
         if old is None:
-            del os.environ["RESPQUEUE_PUBSUB_OUTPUT_LIMIT"]
+            del os.environ["RESPQUEUE_CLIENT_OUTPUT_BUFFER_LIMIT"]
         else:
-            os.environ["RESPQUEUE_PUBSUB_OUTPUT_LIMIT"] = old
+            os.environ["RESPQUEUE_CLIENT_OUTPUT_BUFFER_LIMIT"] = old
     yield srv
     srv.stop()
 

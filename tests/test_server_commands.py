@@ -181,7 +181,7 @@ def test_config_redis_py(r: redis.Redis) -> None:
     assert allc["maxmemory-policy"] == "noeviction"
     assert allc["databases"] == "16"
     assert int(allc["port"]) > 0
-    assert r.config_get("maxmemory*") == {"maxmemory": "0", "maxmemory-policy": "noeviction"}
+    assert r.config_get("maxmemory*") == {"maxmemory": "0", "maxmemory-policy": "noeviction", "maxmemory-samples": "5"}
     try:
         assert r.config_set("maxmemory", "512mb") is True
         assert r.config_get("maxmemory") == {"maxmemory": str(512 * 1024 * 1024)}

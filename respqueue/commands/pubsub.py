@@ -284,7 +284,8 @@ def _drop_if_overflowing(sub: Any) -> None:
     buffer, so a graceful close would never complete (and it would stay
     subscribed): drop its connection now, as Redis frees such a client."""
     t = getattr(sub, "transport", None)
-    limit = sub.server.config.pubsub_output_limit
+    obl = getattr(sub.server, "obl", None)  # client-output-buffer-limit (respqueue/outbuf.py)
+    limit = obl["pubsub"][0] if obl and obl["pubsub"] else 0
     if t is not None and limit and t.get_write_buffer_size() > limit:
         t.abort()
 

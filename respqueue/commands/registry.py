@@ -36,6 +36,7 @@ class Command:
         "pubsub_ok",
         "no_multi",
         "allow_busy",
+        "is_denyoom",
         "calls",
         "usec",
         "failed_calls",
@@ -58,6 +59,10 @@ class Command:
         self.proc = proc
         self.arity = arity
         self.flags = tuple(flags.split())
+        if (f"{parent.name}|{name}" if parent else name) in DENYOOM and "denyoom" not in self.flags:
+            # Redis's denyoom flag (refused when over maxmemory), placed where Redis lists it
+            at = 1 if self.flags[:1] in (("write",), ("readonly",)) else 0
+            self.flags = (*self.flags[:at], "denyoom", *self.flags[at:])
         self.first_key = first_key
         self.last_key = last_key
         self.step = step
@@ -72,6 +77,7 @@ class Command:
         self.pubsub_ok = "pubsub" in fl
         self.no_multi = "no_multi" in fl
         self.allow_busy = "allow_busy" in fl
+        self.is_denyoom = "denyoom" in self.flags
         self.calls = 0
         self.usec = 0
         self.failed_calls = 0
@@ -95,6 +101,15 @@ class Command:
 
 
 COMMANDS: dict[bytes, Command] = {}
+
+# Redis 7's commands flagged denyoom (COMMAND INFO of redis-server 7.0): over maxmemory they get -OOM
+DENYOOM = frozenset(
+    "append bitfield bitop blmove brpoplpush copy decr decrby function|load function|restore geoadd georadius"
+    " georadiusbymember geosearchstore getset hincrby hincrbyfloat hmset hset hsetnx incr incrby incrbyfloat"
+    " linsert lmove lpush lpushx lset mset msetnx pfadd pfdebug pfmerge psetex restore restore-asking rpoplpush"
+    " rpush rpushx sadd sdiffstore set setbit setex setnx setrange sinterstore sort sunionstore xadd xgroup|create"
+    " xgroup|createconsumer xsetid zadd zdiffstore zincrby zinterstore zrangestore zunionstore".split()
+)
 
 
 def _register(table: dict[bytes, Command], cmd: Command) -> None:

@@ -26,6 +26,7 @@ from ..config import PARAMS
 from ..errors import NOT_INTEGER, SYNTAX, TIMEOUT_NEGATIVE, wrong_args
 from ..glob import compile_glob
 from ..resp import NO_REPLY, OK, Push, RedisError, SetReply, Status, Verbatim
+from ..tls import RELOADABLE as TLS_RELOADABLE
 from .connection import REDIS_VERSION
 from .registry import Command, command, container, lookup, subcommand, unique_commands
 from .util import INT64_MAX, eq, parse_float, str2int
@@ -67,6 +68,8 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "list-max-listpack-size": (INT_MIN, INT_MAX),
     "list-compress-depth": (0, INT_MAX),
     "tcp-keepalive": (0, INT_MAX),
+    "maxmemory-samples": (1, INT_MAX),
+    "tls-port": (0, 65535),
 }
 _MEM_RANGES: dict[str, tuple[int, int]] = {
     "proto-max-bulk-len": (1024 * 1024, INT64_MAX),
@@ -80,8 +83,9 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     ),
     "appendfsync": ("everysec", "always", "no"),
     "loglevel": ("debug", "verbose", "notice", "warning"),
+    "tls-auth-clients": ("no", "yes", "optional"),
 }
-_BOOLS = frozenset({"appendonly", "lazyfree-lazy-user-flush", "activerehashing", "protected-mode"})
+_BOOLS = frozenset({"appendonly", "lazyfree-lazy-user-flush", "activerehashing", "protected-mode", "tls-replication"})
 _PROTECTED = frozenset({"dir"})
 
 _MEM_RE = re.compile(rb"([0-9]*)(b|k|kb|m|mb|g|gb)?", re.IGNORECASE)
@@ -129,6 +133,8 @@ def get_config(server: Any, name: str) -> str:
     cfg = server.config
     if name == "port":
         return str(getattr(server, "tcp_port", cfg.port))
+    if name == "tls-port":
+        return str(getattr(server, "tls_port", cfg.tls_port))
     if name == "dir":
         return os.path.abspath(cfg.dir)
     v = getattr(cfg, attr)
@@ -255,6 +261,18 @@ def _apply(server: Any, name: str, value: Any) -> None:
     setattr(cfg, attr, value)
     if name == "slowlog-max-len":
         server.slowlog = deque(server.slowlog, maxlen=value)
+    elif name.startswith("maxmemory"):
+        from ..memory import setup
+
+        setup(server)
+    elif name == "client-output-buffer-limit":
+        from ..outbuf import apply
+
+        apply(server, value)
+    elif name == "tls-auth-clients":
+        from ..tls import set_auth_clients
+
+        set_auth_clients(server, value)
 
 
 container("config", -2, "", group="server")
@@ -314,9 +332,45 @@ def config_set(c: Any, argv: list[bytes]) -> Any:
             values.append((canon, _parse_value(server, canon, PARAMS[canon][2], raw)))
         except ValueError as e:
             raise _set_failed(arg, str(e)) from None
+    tls_args = [(arg, canonical(name)) for arg, name, _ in pairs if canonical(name) in TLS_RELOADABLE]
+    old = {canon: get_config(server, canon) for _, canon in tls_args}
+    old_tls_port = get_config(server, "tls-port")
     for canon, value in values:
         _apply(server, canon, value)
+    if tls_args:
+        _tls_reload(server, tls_args, old)
+    for arg, name, _ in pairs:
+        if canonical(name) == "tls-port":
+            _tls_port(server, arg, int(old_tls_port))
     return OK
+
+
+def _tls_port(server: Any, arg: bytes, old: int) -> None:
+    from ..tls import change_port
+
+    try:
+        change_port(server, server.config.tls_port)
+    except OSError as e:
+        log.warning("Failed to listen with TLS on port %d: %s", server.config.tls_port, e)
+        server.config.tls_port = old
+        raise _set_failed(arg, "Unable to listen on this port. Check server logs.") from None
+
+
+def _tls_reload(server: Any, tls_args: list[tuple[bytes, str]], old: dict[str, str]) -> None:
+    """New TLS files/protocols/ciphers: a new context for new connections, or the old settings back."""
+    from ..tls import TLSConfigError, reload
+
+    try:
+        reload(server)
+    except TLSConfigError as e:
+        log.warning("%s", e)
+        log.warning(
+            "Failed applying new configuration. Possibly related to new %s setting. Restoring previous settings.",
+            tls_args[0][1],
+        )
+        for canon, v in old.items():
+            setattr(server.config, PARAMS[canon][0], v or None)
+        raise _set_failed(tls_args[0][0], "Unable to update TLS configuration. Check server logs.") from None
 
 
 @subcommand("config", "resetstat", 2, "admin noscript loading stale")
@@ -335,6 +389,8 @@ def reset_stats(server: Any) -> None:
         "stats_expired_keys",
         "stats_keyspace_hits",
         "stats_keyspace_misses",
+        "stats_evicted_keys",
+        "stats_obl_disconnections",
     ):
         if hasattr(server, attr):
             setattr(server, attr, 0)
@@ -462,7 +518,10 @@ def _sec_clients(server: Any) -> list[str]:
 
 
 def _sec_memory(server: Any) -> list[str]:
-    used = _rss_bytes()
+    rss = used = _rss_bytes()
+    guard = getattr(server, "mem_guard", None)
+    if guard is not None:
+        used = guard.used()  # with maxmemory set: the tracked estimate that is enforced (memory.py)
     peak = max(getattr(server, "used_memory_peak", 0), used)
     server.used_memory_peak = peak
     maxmem = int(get_config(server, "maxmemory"))
@@ -476,8 +535,8 @@ def _sec_memory(server: Any) -> list[str]:
     return [
         f"used_memory:{used}",
         "used_memory_human:" + bytes_to_human(used),
-        f"used_memory_rss:{used}",
-        "used_memory_rss_human:" + bytes_to_human(used),
+        f"used_memory_rss:{rss}",
+        "used_memory_rss_human:" + bytes_to_human(rss),
         f"used_memory_peak:{peak}",
         "used_memory_peak_human:" + bytes_to_human(peak),
         f"used_memory_peak_perc:{100.0 * used / peak if peak else 100.0:.2f}%",
@@ -579,7 +638,7 @@ def _sec_stats(server: Any) -> list[str]:
         "expired_stale_perc:0.00",
         "expired_time_cap_reached_count:0",
         "expire_cycle_cpu_milliseconds:0",
-        "evicted_keys:0",
+        f"evicted_keys:{getattr(server, 'stats_evicted_keys', 0)}",
         "evicted_clients:0",
         "total_eviction_exceeded_time:0",
         "current_eviction_exceeded_time:0",
@@ -603,6 +662,7 @@ def _sec_stats(server: Any) -> list[str]:
         "tracking_total_prefixes:0",
         "unexpected_error_replies:0",
         f"total_error_replies:{total_errors}",
+        f"client_output_buffer_limit_disconnections:{getattr(server, 'stats_obl_disconnections', 0)}",
         "dump_payload_sanitizations:0",
         "total_reads_processed:0",
         "total_writes_processed:0",
