@@ -44,6 +44,11 @@ class Config:
     history: str = "on"  # job history capture (compat/history.py): on or off
     history_retention: str = "7d"  # job history kept this long: 3600s, 90m, 12h, 7d (0: forever)
     native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
+    protected_mode: str = "yes"  # yes|no: refuse non-loopback clients while the default user has no password
+    aclfile: str | None = None  # ACL users file (ACL SAVE/LOAD); without one, users persist in <dir>/users.acl
+    enable_debug_command: str = "no"  # no|yes|local: DEBUG allowed (local: from 127.0.0.1, ::1, a Unix socket)
+    enable_protected_configs: str = "no"  # no|yes|local: CONFIG SET of protected configs (dir)
+    enable_module_command: str = "no"  # no|yes|local (there are no modules: MODULE is not implemented)
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -146,5 +151,10 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "tcp-keepalive": (None, "300", "int", True),
     "lazyfree-lazy-user-flush": (None, "no", "str", True),
     "activerehashing": (None, "yes", "str", True),
-    "protected-mode": (None, "no", "str", True),
+    "protected-mode": ("protected_mode", None, "str", True),
+    "aclfile": ("aclfile", None, "str", False),
+    "acllog-max-len": (None, "128", "int", True),
+    "enable-debug-command": ("enable_debug_command", None, "str", False),
+    "enable-protected-configs": ("enable_protected_configs", None, "str", False),
+    "enable-module-command": ("enable_module_command", None, "str", False),
 }

@@ -72,8 +72,16 @@ def process(client: Any, argv: list[bytes]) -> Any:
         if (ar > 0 and len(argv) != ar) or len(argv) < -ar:
             return _rejected(client, wrong_args(cmd.fullname), argv)
     client.last_cmd = cmd
+    if cmd.is_protected:
+        err = _protected_command(client, cmd)
+        if err is not None:
+            return _rejected(client, err, argv)
     if not client.authenticated and not cmd.noauth:
         return _rejected(client, NOAUTH, argv)
+    if not client.acl_unrestricted:
+        err = _acl_check(client, cmd, argv)
+        if err is not None:
+            return _rejected(client, err, argv)
     if (client.channels or client.patterns) and client.resp == 2 and cmd.name not in _PUBSUB_ALLOWED:
         return RedisError(
             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
@@ -110,6 +118,26 @@ def process(client: Any, argv: list[bytes]) -> Any:
 
         slowlog_record(server, client, argv, us, cmd)
     return r
+
+
+def _protected_command(client: Any, cmd: Command) -> RedisError | None:
+    """DEBUG (enable-debug-command no|yes|local), as Redis's processCommand."""
+    from .acl import protected_action_allowed
+
+    if protected_action_allowed(client.server.config.enable_debug_command, client):
+        return None
+    return RedisError(
+        'ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a '
+        "local connection, otherwise you need to set this option in the configuration file, and then restart the "
+        "server."
+    )
+
+
+def _acl_check(client: Any, cmd: Command, argv: list[bytes]) -> RedisError | None:
+    """The ACL check for a restricted user (respqueue/acl.py); None when allowed."""
+    from .acl import check_command
+
+    return check_command(client, cmd, argv)
 
 
 def count_error(server: Any, err: RedisError) -> None:

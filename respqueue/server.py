@@ -58,6 +58,9 @@ class Server:
         self.shutdown_nosave = False
         self.active_expire_enabled = True
         self.errorstats: dict[bytes, int] = {}
+        from .acl import AclState
+
+        self.acl = AclState(self)  # users, ACL LOG (respqueue/acl.py)
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -186,6 +189,9 @@ class Server:
         loop = asyncio.get_running_loop()
         cfg = self.config
         os.makedirs(cfg.dir, exist_ok=True)
+        if not getattr(self.acl, "_started", False):
+            self.acl.startup()  # ACL users: --aclfile or <dir>/users.acl; raises ValueError
+            self.acl._started = True
         if self.journal is None:
             from .persistence import open_persistence
 
@@ -325,5 +331,11 @@ def run(config: Config) -> int:
         return 1
     except OSError as e:
         log.error("cannot start: %s", e)
+        return 1
+    except ValueError as e:  # ACL users file errors (respqueue/acl.py)
+        import sys
+
+        log.error("cannot start: %s", e)
+        print(f"respqueue: cannot start: {e}", file=sys.stderr)
         return 1
     return 0

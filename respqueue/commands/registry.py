@@ -36,6 +36,7 @@ class Command:
         "pubsub_ok",
         "no_multi",
         "allow_busy",
+        "is_protected",
         "calls",
         "usec",
         "failed_calls",
@@ -72,6 +73,7 @@ class Command:
         self.pubsub_ok = "pubsub" in fl
         self.no_multi = "no_multi" in fl
         self.allow_busy = "allow_busy" in fl
+        self.is_protected = "protected" in fl  # DEBUG: gated by enable-debug-command (dispatch.process)
         self.calls = 0
         self.usec = 0
         self.failed_calls = 0
