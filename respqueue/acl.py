@@ -607,7 +607,9 @@ def key_perms(cmd: Any, argv: list[bytes]) -> list[tuple[int, int]]:
     split = _KEY_SPLIT.get(name)
     if split is not None:
         return [(i, split[0] if n == 0 else split[1]) for n, i in enumerate(pos)]
-    if name in _KEY_RW:
+    if name == "set":  # Redis's setGetKeys: the GET option reads the old value
+        need = ALL_PERM if any(a.lower() == b"get" for a in argv[3:]) else WRITE
+    elif name in _KEY_RW:
         need = ALL_PERM
     elif cmd.is_write:
         need = WRITE
@@ -654,6 +656,9 @@ class AclState:
         self.users[b"default"] = self.default
         self.log: list[LogEntry] = []
         self.log_max = 128
+        # the users file keeps the default user only once ACL commands changed it: a password that
+        # came from requirepass is not persisted (CONFIG SET requirepass is not, in Redis, without a rewrite)
+        self.default_in_file = False
 
     @staticmethod
     def _new_default() -> User:
@@ -691,7 +696,7 @@ class AclState:
             self.default.apply(">" + pw)
         else:
             self.default.apply("nopass")
-        self.changed()
+        self.changed(persist=False)
 
     # -- users --
     def get(self, name: bytes) -> User | None:
@@ -711,6 +716,8 @@ class AclState:
                 u.apply(op.decode("utf-8", "surrogateescape"))
             except AclError as e:
                 return RedisError(b"ERR Error in ACL SETUSER modifier '" + op + b"': " + e.message.encode())
+        if name == b"default":
+            self.default_in_file = True
         if cur is None:
             self.users[name] = u
         else:
@@ -737,7 +744,7 @@ class AclState:
             self.changed()
         return n
 
-    def changed(self) -> None:
+    def changed(self, persist: bool = True) -> None:
         """After any change to users: refresh every client's fast-path flag; persist without an aclfile."""
         d = self.default
         for c in self.server.clients.values():
@@ -745,7 +752,7 @@ class AclState:
             if u is not None:
                 c.acl_unrestricted = u.unrestricted and len(u.selectors) == 1
         d.refresh()
-        if not getattr(self.server.config, "aclfile", None) and getattr(self, "_started", False):
+        if persist and not getattr(self.server.config, "aclfile", None) and getattr(self, "_started", False):
             path = self.users_path()
             if path:
                 try:
@@ -754,14 +761,15 @@ class AclState:
                     log.error("cannot save users to %s: %s", path, e)
 
     # -- files --
-    def dump(self) -> str:
+    def dump(self, with_default: bool = True) -> str:
         return "".join("user " + n.decode("utf-8", "surrogateescape") + " " + u.describe() + "\n"
-                       for n, u in sorted(self.users.items()))
+                       for n, u in sorted(self.users.items()) if with_default or n != b"default")
 
     def save_file(self, path: str) -> None:
         tmp = path + ".tmp"
+        auto = not getattr(self.server.config, "aclfile", None)
         with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
-            fh.write(self.dump())
+            fh.write(self.dump(with_default=not auto or self.default_in_file))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -808,6 +816,8 @@ class AclState:
         d = users.pop(b"default", None)
         if d is None:
             d = self._new_default()
+        else:
+            self.default_in_file = True
         self.default.flags, self.default.passwords, self.default.selectors = d.flags, d.passwords, d.selectors
         self.default.refresh()
         old = self.users
@@ -940,13 +950,13 @@ def check_script(caller: Any, cmd: Any, argv: list[bytes]) -> bytes | None:
     return _SCRIPT_REASONS[res]
 
 
-def check_auth(c: Any, username: bytes, password: bytes) -> User | None:
+def check_auth(c: Any, username: bytes, password: bytes, via: bytes = b"auth") -> User | None:
     """AUTH / HELLO AUTH: the user when the pair is valid; a failure is logged (reason auth)."""
     acl = c.server.acl
     u = acl.get(username)
     if u is not None and u.check_password(password):
         return u
-    acl.log_denied(c, DENIED_AUTH, "multi" if c.multi is not None else "toplevel", b"auth", username)
+    acl.log_denied(c, DENIED_AUTH, "multi" if c.multi is not None else "toplevel", via, username)
     return None
 
 

@@ -66,11 +66,11 @@ def reset(c: Any, argv: list[bytes]) -> Any:
     return Status(b"RESET")
 
 
-def _check_password(c: Any, user: bytes, password: bytes) -> None:
+def _check_password(c: Any, user: bytes, password: bytes, via: bytes = b"auth") -> None:
     """AUTH / HELLO AUTH against the ACL users (respqueue/acl.py); logs in or raises WRONGPASS."""
     from ..acl import check_auth, login
 
-    u = check_auth(c, user, password)
+    u = check_auth(c, user, password, via)
     if u is None:
         raise WRONGPASS
     login(c, u)
@@ -110,7 +110,7 @@ def hello(c: Any, argv: list[bytes]) -> Any:
         opt = argv[i].lower()
         more = len(argv) - i - 1
         if opt == b"auth" and more >= 2:
-            _check_password(c, argv[i + 1], argv[i + 2])
+            _check_password(c, argv[i + 1], argv[i + 2], b"hello")
             i += 3
         elif opt == b"setname" and more >= 1:
             name = argv[i + 1]
