@@ -69,6 +69,8 @@ _KEY_SPLIT = {
     "zdiffstore": (WRITE, READ), "zinterstore": (WRITE, READ), "zunionstore": (WRITE, READ),
     "zrangestore": (WRITE, READ),
 }
+# shard channels sit in key positions, flagged not_key in Redis's key specs: channels, not keys
+_NOT_KEYS = frozenset({"ssubscribe", "spublish", "sunsubscribe"})
 # commands with channel arguments: name -> (first channel index, all the rest too, is a pattern)
 _CHANNELS = {
     "publish": (1, False, False), "spublish": (1, False, False),
@@ -280,8 +282,6 @@ class Selector:
                     else:
                         raise AclError("EINVAL")
                     offset += 1
-                else:
-                    raise AclError("EINVAL")
                 if not flags:
                     raise AclError("EINVAL")
             else:
@@ -589,7 +589,7 @@ def _valid_hash(h: str) -> bool:
 def key_perms(cmd: Any, argv: list[bytes]) -> list[tuple[int, int]]:
     """(argument index, permissions needed) for each key ``argv`` names."""
     name = cmd.fullname
-    if cmd.first_key <= 0 and name not in _MOVABLE_NAMES():
+    if (cmd.first_key <= 0 and name not in _MOVABLE_NAMES()) or name in _NOT_KEYS:
         return []
     from .commands.server import _MOVABLE, _movable_keys
 
@@ -784,35 +784,36 @@ class AclState:
         errors = []
         users: dict[bytes, User] = {}
         for n, line in enumerate(lines, 1):
-            line = line.strip()
+            line = line.strip(" \t\r\n")
             if not line or line.startswith("#"):
                 continue
             argv = line.split()
             if argv[0] != "user" or len(argv) < 2:
-                errors.append(f"{path}:{n} should start with user keyword. ")
+                errors.append(f"{path}:{n} should start with user keyword followed by the username. ")
                 continue
             name = argv[1].encode("utf-8", "surrogateescape")
-            merged, bad = merge_selector_args([a.encode("utf-8", "surrogateescape") for a in argv[2:]])
+            merged, _bad = merge_selector_args([a.encode("utf-8", "surrogateescape") for a in argv[2:]])
             if merged is None:
-                errors.append(f"{path}:{n}: Unmatched parenthesis in acl selector starting at '{argv[2 + bad]}'. ")
+                errors.append(f"{path}:{n}: Unmatched parenthesis in selector definition.")
                 continue
             u = User(name)
-            u.apply("reset")
-            ok = True
+            syntax_error = False
             for op in merged:
+                text = op.decode("utf-8", "surrogateescape")
                 try:
-                    u.apply(op.decode("utf-8", "surrogateescape"))
+                    u.apply(text)
                 except AclError as e:
-                    errors.append(f"{path}:{n}: {e.message}. ")
-                    ok = False
-            if not ok:
-                continue
+                    if e.code == "ENOENT":
+                        errors.append(f"{path}:{n}: Error in applying operation '{text}': {e.message}. ")
+                    elif not syntax_error:
+                        errors.append(f"{path}:{n}: {e.message}. ")
+                        syntax_error = True
             if name in users:
-                errors.append(f"{path}:{n}: Duplicate user '{argv[1]}' found. ")
+                errors.append(f"WARNING: Duplicate user '{argv[1]}' found on line {n}. ")
                 continue
             users[name] = u
         if errors:
-            return "".join(errors).rstrip()
+            return "".join(errors) + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
         d = users.pop(b"default", None)
         if d is None:
             d = self._new_default()
