@@ -468,3 +468,18 @@ def test_ioredis_as_an_acl_user(m: Multi, pair: tuple[ServerProcess, ServerProce
     assert outs[0]["job"][-1] == ["1"]
     assert "NOPERM" in outs[0]["dangerous"]["error"] and "NOPERM" in outs[0]["other_key"]["error"]
     assert "error" in outs[0]["wrongpass"]
+
+
+def test_hello_auth(m: Multi) -> None:
+    m("admin", "ACL", "SETUSER", "hal", "on", ">pw", "+@all", "~*", "&*")
+    m("h", "HELLO", "3", "AUTH", "hal", "wrong")
+    m("h", "HELLO", "2", "AUTH", "nosuch", "pw")
+    m("h", "HELLO", "3", "AUTH", "hal")
+    for conn in m.conns["h"]:
+        reply = hiredis_parse(conn.call_raw("HELLO", "3", "AUTH", "hal", "pw"))
+        assert reply[b"proto"] == 3
+    m("h", "ACL", "WHOAMI")
+    m("admin", "ACL", "SETUSER", "hal", "off")
+    m("h2", "HELLO", "2", "AUTH", "hal", "pw")
+    m("h", "ACL", "WHOAMI")  # a disabled user's open connections stay as they are (Redis 7.0)
+    m("admin", "ACL", "LOG")

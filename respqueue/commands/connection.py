@@ -89,7 +89,7 @@ def auth(c: Any, argv: list[bytes]) -> Any:
         user, pw = b"default", argv[1]
     else:
         user, pw = argv[1], argv[2]
-    _check_password(c, user, pw)
+    _check_password(c, user, pw, argv[0])
     return OK
 
 
@@ -110,7 +110,7 @@ def hello(c: Any, argv: list[bytes]) -> Any:
         opt = argv[i].lower()
         more = len(argv) - i - 1
         if opt == b"auth" and more >= 2:
-            _check_password(c, argv[i + 1], argv[i + 2], b"hello")
+            _check_password(c, argv[i + 1], argv[i + 2], argv[0])
             i += 3
         elif opt == b"setname" and more >= 1:
             name = argv[i + 1]
