@@ -723,8 +723,28 @@ class AclState:
         else:
             cur.flags, cur.passwords, cur.selectors = u.flags, u.passwords, u.selectors
             cur.refresh()
+            self._kill_pubsub_clients(cur)
         self.changed()
         return None
+
+    def _kill_pubsub_clients(self, u: User) -> None:
+        """ACLKillPubsubClientsIfNeeded: disconnect the user's subscribers whose channels are no longer allowed."""
+        if any(s.allchannels for s in u.selectors):
+            return
+        allowed = [ch for s in u.selectors for ch in s.channels]
+        matchers = [compile_glob(p) for p in allowed]
+        for c in list(self.server.clients.values()):
+            if getattr(c, "user", None) is not u or not (c.channels or c.patterns):
+                continue
+            bad = any(p not in allowed for p in c.patterns)
+            if not bad:
+                for ch in c.channels:
+                    name = ch[1] if type(ch) is tuple else ch  # shard channels are (SHARD, name)
+                    if not any(m(name) for m in matchers):
+                        bad = True
+                        break
+            if bad:
+                c.close("ACL: no longer allowed its channels")
 
     def deluser(self, names: list[bytes], me: Any = None) -> int:
         """ACL DELUSER: clients authenticated as a deleted user are disconnected (``me`` after its reply)."""

@@ -483,3 +483,21 @@ def test_hello_auth(m: Multi) -> None:
     m("h2", "HELLO", "2", "AUTH", "hal", "pw")
     m("h", "ACL", "WHOAMI")  # a disabled user's open connections stay as they are (Redis 7.0)
     m("admin", "ACL", "LOG")
+
+
+def test_subscribers_losing_their_channels_are_disconnected(m: Multi) -> None:
+    m("admin", "ACL", "SETUSER", "sub", "on", "nopass", "+@all", "~*", "resetchannels", "&a*", "&b*")
+    m("s1", "AUTH", "sub", "x")
+    m("s1", "SUBSCRIBE", "a1")
+    m("s2", "AUTH", "sub", "x")
+    m("s2", "PSUBSCRIBE", "b*")
+    m("s3", "AUTH", "sub", "x")
+    m("s3", "SSUBSCRIBE", "b2")
+    m("admin", "ACL", "SETUSER", "sub", "resetchannels", "&a*", "&c")
+    m("s1", "PING")  # still allowed
+    for who in ("s2", "s3"):
+        for conn in m.conns[who]:
+            with pytest.raises(ConnectionError):
+                conn.call_raw("PING")
+        del m.conns[who]
+    m("admin", "PUBSUB", "NUMPAT")
