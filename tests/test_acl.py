@@ -149,6 +149,9 @@ def test_getuser_resp3(m: Multi) -> None:
     m("r3", "ACL", "GETUSER", "b")
     m("r3", "ACL", "GETUSER", "default")
     m("r3", "ACL", "LIST")
+    m("r3", "ACL", "DRYRUN", "b", "set", "x", "1")
+    m("r3", "AUTH", "b", "nope")
+    m("r3", "ACL", "LOG")
 
 
 def test_describe_several_single_commands(pair: tuple[ServerProcess, ServerProcess], m: Multi) -> None:
@@ -315,6 +318,8 @@ def test_client_list_shows_the_user(pair: tuple[ServerProcess, ServerProcess], m
         info = hiredis_parse(conn.call_raw("CLIENT", "INFO"))
         assert b" user=frank " in info
     m("admin", "CLIENT", "KILL", "USER", "frank")
+    m("f2", "AUTH", "frank", "pw")
+    m("f2", "ACL", "WHOAMI")
     m("f2", "RESET")
     m("f2", "ACL", "WHOAMI")
 

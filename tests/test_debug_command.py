@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 import redis
@@ -95,3 +96,21 @@ def test_debug_sleep_out_of_range_answers_like_redis() -> None:
     finally:
         rq.stop()
         ref.stop()
+
+
+def test_local_means_a_unix_socket_too(tmp_path: Any) -> None:
+    import socket
+
+    outs = []
+    for start, flag in ((start_respqueue, "--unixsocket"), (start_redis, "--unixsocket")):
+        path = str(tmp_path / (start.__name__ + ".sock"))
+        srv = start(flag, path, "--protected-mode", "yes", debug_command="local")
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                s.connect(path)
+                s.sendall(b"DEBUG SLEEP 0\r\n")
+                outs.append(s.recv(100))
+        finally:
+            srv.stop()
+    assert outs == [b"+OK\r\n", b"+OK\r\n"]
