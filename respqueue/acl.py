@@ -173,13 +173,27 @@ def category_commands(cat: str) -> list[bytes] | None:
 # ---- selectors and users --------------------------------------------------------------------------
 
 
+class _Prefix:
+    __slots__ = ("prefix",)
+
+    def __init__(self, prefix: bytes) -> None:
+        self.prefix = prefix
+
+    def match(self, key: bytes) -> bool:
+        return key.startswith(self.prefix)
+
+
 class KeyPattern:
     __slots__ = ("flags", "pattern", "match")
 
     def __init__(self, pattern: bytes, flags: int) -> None:
         self.pattern = pattern
         self.flags = flags
-        self.match: Callable[[bytes], bool] = compile_glob(pattern)
+        head = pattern[:-1]
+        if pattern.endswith(b"*") and not any(ch in head for ch in b"*?[\\"):
+            self.match: Callable[[bytes], bool] = _Prefix(head).match  # "bull:*": a plain prefix test
+        else:
+            self.match = compile_glob(pattern)
 
     def describe(self) -> str:
         p = self.pattern.decode("utf-8", "surrogateescape")
@@ -424,32 +438,50 @@ class Selector:
         return " ".join(parts)
 
     # -- the check (ACLSelectorCheckCmd) --
-    def check(self, cmd: Any, argv: list[bytes], keys: Callable[[], list[tuple[int, int]]]) -> tuple[int, int]:
-        if not self.allcommands and not cmd.noauth and cmd not in self.allowed:
-            fa = self.firstargs.get(cmd)
+    def check(self, cmd: Any, argv: list[bytes], keys: list[tuple[int, int]] | None = None) -> tuple[int, int]:
+        """(result, offending argument index) for this selector alone; ``keys`` as key_perms gives them."""
+        if not self.allcommands and cmd not in self.allowed and not cmd.noauth:
+            fa = self.firstargs.get(cmd) if self.firstargs else None
             if len(argv) < 2 or not fa or argv[1].decode("latin-1").lower() not in fa:
                 return DENIED_CMD, 0
-        if not self.allkeys:
-            for idx, need in keys():
+        info = _info(cmd)
+        if not self.allkeys and info[0]:
+            if keys is None:
+                if info[6]:  # one key at a fixed place (GET, HSET, XADD...): no list to build
+                    idx = cmd.first_key
+                    key = argv[idx]
+                    need = info[3]
+                    if info[5] and len(argv) > 3:  # SET ... GET reads the old value (setGetKeys)
+                        need = ALL_PERM if any(a.lower() == b"get" for a in argv[3:]) else WRITE
+                    elif info[5]:
+                        need = WRITE
+                    for p in self.patterns:
+                        if p.flags & need == need and p.match(key):
+                            break
+                    else:
+                        return DENIED_KEY, idx
+                    keys = ()
+                else:
+                    keys = key_perms(cmd, argv)
+            for idx, need in keys:
                 key = argv[idx]
                 for p in self.patterns:
                     if p.flags & need == need and p.match(key):
                         break
                 else:
                     return DENIED_KEY, idx
-        if not self.allchannels:
-            spec = _CHANNELS.get(cmd.fullname)
-            if spec is not None:
-                first, rest, is_pattern = spec
-                last = len(argv) if rest else first + 1
-                for idx in range(first, min(last, len(argv))):
-                    ch = argv[idx]
-                    if is_pattern:
-                        ok = ch in self.channels
-                    else:
-                        ok = any(compile_glob(p)(ch) for p in self.channels)
-                    if not ok:
-                        return DENIED_CHANNEL, idx
+        chan = info[1]
+        if chan is not None and not self.allchannels:
+            first, rest, is_pattern = chan
+            last = len(argv) if rest else first + 1
+            for idx in range(first, min(last, len(argv))):
+                ch = argv[idx]
+                if is_pattern:
+                    ok = ch in self.channels
+                else:
+                    ok = any(compile_glob(p)(ch) for p in self.channels)
+                if not ok:
+                    return DENIED_CHANNEL, idx
         return OK_, 0
 
 
@@ -561,15 +593,12 @@ class User:
 
     def check(self, cmd: Any, argv: list[bytes]) -> tuple[int, int]:
         """ACLCheckAllUserCommandPerm: (result, index of the offending argument)."""
-        cache: list[list[tuple[int, int]]] = []
-
-        def keys() -> list[tuple[int, int]]:
-            if not cache:
-                cache.append(key_perms(cmd, argv))
-            return cache[0]
-
+        sels = self.selectors
+        if len(sels) == 1:
+            return sels[0].check(cmd, argv)
+        keys = key_perms(cmd, argv) if _info(cmd)[0] else []
         relevant, last_idx = DENIED_CMD, 0
-        for s in self.selectors:
+        for s in sels:
             res, idx = s.check(cmd, argv, keys)
             if res == OK_:
                 return OK_, 0
@@ -586,42 +615,57 @@ def _valid_hash(h: str) -> bool:
     return len(h) == 64 and all(c in "0123456789abcdef" for c in h)
 
 
+_INFO: dict[Any, tuple[Any, ...]] = {}
+_movable_keys: Any = None
+
+
+def _info(cmd: Any) -> tuple[Any, ...]:
+    """Per command, computed once: (has keys, channel spec, movable, first key's need, other keys' need)."""
+    info = _INFO.get(cmd)
+    if info is None:
+        global _movable_keys
+        from .commands.server import _MOVABLE
+        from .commands.server import _movable_keys as mk
+
+        _movable_keys = mk
+        name = cmd.fullname
+        movable = name in _MOVABLE
+        has_keys = (cmd.first_key > 0 or movable) and name not in _NOT_KEYS
+        if name in _KEY_NONE:
+            first = rest = 0
+        elif name in _KEY_SPLIT:
+            first, rest = _KEY_SPLIT[name]
+        elif name in _KEY_RW:
+            first = rest = ALL_PERM
+        elif cmd.is_write:
+            first = rest = WRITE
+        else:
+            first = rest = READ
+        single = has_keys and not movable and cmd.first_key == cmd.last_key
+        info = _INFO[cmd] = (has_keys, _CHANNELS.get(name), movable, first, rest, name == "set", single)
+    return info
+
+
 def key_perms(cmd: Any, argv: list[bytes]) -> list[tuple[int, int]]:
     """(argument index, permissions needed) for each key ``argv`` names."""
-    name = cmd.fullname
-    if (cmd.first_key <= 0 and name not in _MOVABLE_NAMES()) or name in _NOT_KEYS:
+    has_keys, _chan, movable, first, rest, is_set, _single = _info(cmd)
+    if not has_keys:
         return []
-    from .commands.server import _MOVABLE, _movable_keys
-
-    if name in _MOVABLE:
+    if movable:
         try:
-            pos = _movable_keys(name, argv)
+            pos = _movable_keys(cmd.fullname, argv)
         except RedisError:
             return []
     else:
         pos = cmd.key_positions(argv)
     if not pos:
         return []
-    if name in _KEY_NONE:
-        return [(i, 0) for i in pos]
-    split = _KEY_SPLIT.get(name)
-    if split is not None:
-        return [(i, split[0] if n == 0 else split[1]) for n, i in enumerate(pos)]
-    if name == "set":  # Redis's setGetKeys: the GET option reads the old value
-        need = ALL_PERM if any(a.lower() == b"get" for a in argv[3:]) else WRITE
-    elif name in _KEY_RW:
-        need = ALL_PERM
-    elif cmd.is_write:
-        need = WRITE
-    else:
-        need = READ
-    return [(i, need) for i in pos]
-
-
-def _MOVABLE_NAMES() -> frozenset[str]:  # noqa: N802
-    from .commands.server import _MOVABLE
-
-    return _MOVABLE
+    if is_set:  # Redis's setGetKeys: the GET option reads the old value
+        first = ALL_PERM if any(a.lower() == b"get" for a in argv[3:]) else WRITE
+        return [(pos[0], first)]
+    if first == rest:
+        return [(i, first) for i in pos]
+    return [(i, first if n == 0 else rest) for n, i in enumerate(pos)]
 
 
 # ---- the ACL log ----------------------------------------------------------------------------------
@@ -927,9 +971,11 @@ def deny_reason(c: Any, cmd: Any, argv: list[bytes], context: str) -> tuple[int,
 
 def check_command(c: Any, cmd: Any, argv: list[bytes]) -> RedisError | None:
     """The dispatcher's check (processCommand): None when allowed, else the -NOPERM error."""
-    res, _ = deny_reason(c, cmd, argv, "multi" if c.multi is not None else "toplevel")
+    res, idx = c.user.check(cmd, argv)
     if res == OK_:
         return None
+    c.server.acl.log_denied(c, res, "multi" if c.multi is not None else "toplevel",
+                            cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
     if res == DENIED_CMD:
         return RedisError(b"NOPERM this user has no permissions to run the '%s' command" % cmd.fullname.encode())
     if res == DENIED_KEY:

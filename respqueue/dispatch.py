@@ -133,11 +133,17 @@ def _protected_command(client: Any, cmd: Command) -> RedisError | None:
     )
 
 
+_acl_check_command: Any = None
+
+
 def _acl_check(client: Any, cmd: Command, argv: list[bytes]) -> RedisError | None:
     """The ACL check for a restricted user (respqueue/acl.py); None when allowed."""
-    from .acl import check_command
+    global _acl_check_command
+    if _acl_check_command is None:
+        from .acl import check_command
 
-    return check_command(client, cmd, argv)
+        _acl_check_command = check_command
+    return _acl_check_command(client, cmd, argv)
 
 
 def count_error(server: Any, err: RedisError) -> None:

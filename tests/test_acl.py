@@ -506,3 +506,10 @@ def test_subscribers_losing_their_channels_are_disconnected(m: Multi) -> None:
                 conn.call_raw("PING")
         del m.conns[who]
     m("admin", "PUBSUB", "NUMPAT")
+
+
+def test_glob_key_patterns(m: Multi) -> None:
+    m("admin", "ACL", "SETUSER", "gl", "reset", "on", "nopass", "+@all", "~k?y", "~[xy]*", "~lit\\*", "~pre:*")
+    m("g", "AUTH", "gl", "x")
+    for key in ("kay", "kaay", "xz", "yy", "zz", "lit*", "litx", "pre:", "pre", "pre:a:b"):
+        m("g", "GET", key)
