@@ -202,6 +202,10 @@ class KeyPattern:
         return ("%R~" if self.flags == READ else "%W~") + p
 
 
+# acl-pubsub-default: True when new users and selectors start with allchannels (AclState sets it)
+_PUBSUB_ALL = [False]
+
+
 class Selector:
     __slots__ = ("root", "allowed", "allcommands", "future", "firstargs", "patterns", "allkeys", "channels",
                  "allchannels")
@@ -215,7 +219,7 @@ class Selector:
         self.patterns: list[KeyPattern] = []
         self.allkeys = False
         self.channels: list[bytes] = []
-        self.allchannels = False
+        self.allchannels = _PUBSUB_ALL[0]
 
     def copy(self) -> Selector:
         s = Selector(self.root)
@@ -572,6 +576,8 @@ class User:
             for x in ("resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "clearselectors",
                       "-@all"):
                 self.apply(x)
+            if _PUBSUB_ALL[0]:
+                self.apply("allchannels")
         else:
             self.root.apply(op)
         self.refresh()
@@ -750,6 +756,7 @@ class AclState:
         """ACL SETUSER: apply every rule to a copy, commit only when all applied."""
         if any(ch in b" \t\n\r\x0b\x0c\x00" for ch in name):
             return RedisError(b"ERR Usernames can't contain spaces or null characters")
+        _PUBSUB_ALL[0] = self.server.config.acl_pubsub_default == "allchannels"
         merged, bad = merge_selector_args(ops)
         if merged is None:
             return RedisError(b"ERR Unmatched parenthesis in acl selector starting at '" + ops[bad] + b"'.")
@@ -847,6 +854,7 @@ class AclState:
             return f"Error loading ACLs, opening file '{path}': {e.strerror}"
         errors = []
         users: dict[bytes, User] = {}
+        _PUBSUB_ALL[0] = self.server.config.acl_pubsub_default == "allchannels"
         for n, line in enumerate(lines, 1):
             line = line.strip(" \t\r\n")
             if not line or line.startswith("#"):

@@ -45,6 +45,7 @@ class Config:
     history_retention: str = "7d"  # job history kept this long: 3600s, 90m, 12h, 7d (0: forever)
     native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
     protected_mode: str = "yes"  # yes|no: refuse non-loopback clients while the default user has no password
+    acl_pubsub_default: str = "resetchannels"  # channels of new ACL users: resetchannels or allchannels
     aclfile: str | None = None  # ACL users file (ACL SAVE/LOAD); without one, users persist in <dir>/users.acl
     enable_debug_command: str = "no"  # no|yes|local: DEBUG allowed (local: from 127.0.0.1, ::1, a Unix socket)
     enable_protected_configs: str = "no"  # no|yes|local: CONFIG SET of protected configs (dir)
@@ -154,6 +155,7 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "protected-mode": ("protected_mode", None, "str", True),
     "aclfile": ("aclfile", None, "str", False),
     "acllog-max-len": (None, "128", "int", True),
+    "acl-pubsub-default": ("acl_pubsub_default", None, "str", True),
     "enable-debug-command": ("enable_debug_command", None, "str", False),
     "enable-protected-configs": ("enable_protected_configs", None, "str", False),
     "enable-module-command": ("enable_module_command", None, "str", False),

@@ -513,3 +513,37 @@ def test_glob_key_patterns(m: Multi) -> None:
     m("g", "AUTH", "gl", "x")
     for key in ("kay", "kaay", "xz", "yy", "zz", "lit*", "litx", "pre:", "pre", "pre:a:b"):
         m("g", "GET", key)
+
+
+def test_acl_pubsub_default(m: Multi) -> None:
+    try:
+        m("admin", "CONFIG", "SET", "acl-pubsub-default", "foo")
+        m("admin", "CONFIG", "SET", "acl-pubsub-default", "allchannels")
+        got = [hiredis_parse(conn.call_raw("CONFIG", "GET", "acl*")) for conn in m.conns["admin"]]
+        pairs = [dict(zip(g[::2], g[1::2], strict=True)) for g in got]
+        assert pairs[0] == pairs[1]  # Redis lists them in its hash order
+        m("admin", "ACL", "SETUSER", "pd1", "(+get)")
+        m("admin", "ACL", "SETUSER", "pd2", "reset")
+        m("admin", "ACL", "SETUSER", "pd3", "resetchannels")
+        m("admin", "ACL", "LIST")
+        m("admin", "ACL", "GETUSER", "pd1")
+    finally:
+        m("admin", "CONFIG", "SET", "acl-pubsub-default", "resetchannels")
+    m("admin", "ACL", "SETUSER", "pd1", "reset")
+    m("admin", "ACL", "LIST")
+
+
+def test_start_fails_on_a_missing_or_bad_aclfile(tmp_path: Any) -> None:
+    import sys
+
+    from .servers import ROOT, free_port
+
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    bad = tmp_path / "bad.acl"
+    bad.write_text("user x on +nosuch\n")
+    for path, text in ((str(tmp_path / "missing.acl"), "No such file or directory"),
+                       (str(bad), "Unknown command or category name in ACL")):
+        p = subprocess.run([sys.executable, "-m", "respqueue", "serve", "--port", str(free_port()), "--dir",
+                            str(tmp_path / "d"), "--aclfile", path], capture_output=True, text=True, env=env,
+                           timeout=60)
+        assert p.returncode == 1 and text in p.stderr, p.stderr

@@ -80,6 +80,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     ),
     "appendfsync": ("everysec", "always", "no"),
     "loglevel": ("debug", "verbose", "notice", "warning"),
+    "acl-pubsub-default": ("allchannels", "resetchannels"),
 }
 _BOOLS = frozenset({"appendonly", "lazyfree-lazy-user-flush", "activerehashing", "protected-mode"})
 _INT_RANGES["acllog-max-len"] = (0, INT64_MAX)
