@@ -31,9 +31,27 @@ log = logging.getLogger("respqueue")
 
 # Redis's category names, in ACL CAT's order
 CATEGORIES = (
-    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
-    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
-    "dangerous", "connection", "transaction", "scripting",
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
 )
 
 READ = 1
@@ -49,32 +67,97 @@ DENIED_CHANNEL = 4
 
 # Key permissions a command needs (Redis 7.0's key specs: ACCESS needs read; INSERT, DELETE, UPDATE need
 # write). Commands not listed: read for read-only commands, write for write commands.
-_KEY_RW = frozenset({
-    "blmove", "blmpop", "blpop", "brpop", "brpoplpush", "bzmpop", "bzpopmax", "bzpopmin", "decr", "decrby",
-    "eval", "evalsha", "getdel", "getex", "getset", "hincrby", "hincrbyfloat", "incr", "incrby", "incrbyfloat",
-    "lmove", "lmpop", "lpop", "move", "rename", "renamenx", "rpop", "rpoplpush", "set", "smove", "spop",
-    "zincrby", "zmpop", "zpopmax", "zpopmin", "xreadgroup", "xclaim", "xautoclaim",
-})
-_KEY_NONE = frozenset({
-    "exists", "hexists", "hlen", "hstrlen", "llen", "memory|usage", "object|encoding", "object|freq",
-    "object|idletime", "object|refcount", "scard", "sismember", "strlen", "touch", "type", "watch", "xlen",
-    "zcard",
-})
+_KEY_RW = frozenset(
+    {
+        "blmove",
+        "blmpop",
+        "blpop",
+        "brpop",
+        "brpoplpush",
+        "bzmpop",
+        "bzpopmax",
+        "bzpopmin",
+        "decr",
+        "decrby",
+        "eval",
+        "evalsha",
+        "getdel",
+        "getex",
+        "getset",
+        "hincrby",
+        "hincrbyfloat",
+        "incr",
+        "incrby",
+        "incrbyfloat",
+        "lmove",
+        "lmpop",
+        "lpop",
+        "move",
+        "rename",
+        "renamenx",
+        "rpop",
+        "rpoplpush",
+        "set",
+        "smove",
+        "spop",
+        "zincrby",
+        "zmpop",
+        "zpopmax",
+        "zpopmin",
+        "xreadgroup",
+        "xclaim",
+        "xautoclaim",
+    }
+)
+_KEY_NONE = frozenset(
+    {
+        "exists",
+        "hexists",
+        "hlen",
+        "hstrlen",
+        "llen",
+        "memory|usage",
+        "object|encoding",
+        "object|freq",
+        "object|idletime",
+        "object|refcount",
+        "scard",
+        "sismember",
+        "strlen",
+        "touch",
+        "type",
+        "watch",
+        "xlen",
+        "zcard",
+    }
+)
 # commands whose first key needs other permissions than the rest: (first, rest)
 _KEY_SPLIT = {
-    "blmove": (ALL_PERM, WRITE), "brpoplpush": (ALL_PERM, WRITE), "lmove": (ALL_PERM, WRITE),
-    "rpoplpush": (ALL_PERM, WRITE), "smove": (ALL_PERM, WRITE), "rename": (ALL_PERM, WRITE),
-    "renamenx": (ALL_PERM, WRITE), "copy": (READ, WRITE),
-    "sdiffstore": (WRITE, READ), "sinterstore": (WRITE, READ), "sunionstore": (WRITE, READ),
-    "zdiffstore": (WRITE, READ), "zinterstore": (WRITE, READ), "zunionstore": (WRITE, READ),
+    "blmove": (ALL_PERM, WRITE),
+    "brpoplpush": (ALL_PERM, WRITE),
+    "lmove": (ALL_PERM, WRITE),
+    "rpoplpush": (ALL_PERM, WRITE),
+    "smove": (ALL_PERM, WRITE),
+    "rename": (ALL_PERM, WRITE),
+    "renamenx": (ALL_PERM, WRITE),
+    "copy": (READ, WRITE),
+    "sdiffstore": (WRITE, READ),
+    "sinterstore": (WRITE, READ),
+    "sunionstore": (WRITE, READ),
+    "zdiffstore": (WRITE, READ),
+    "zinterstore": (WRITE, READ),
+    "zunionstore": (WRITE, READ),
     "zrangestore": (WRITE, READ),
 }
 # shard channels sit in key positions, flagged not_key in Redis's key specs: channels, not keys
 _NOT_KEYS = frozenset({"ssubscribe", "spublish", "sunsubscribe"})
 # commands with channel arguments: name -> (first channel index, all the rest too, is a pattern)
 _CHANNELS = {
-    "publish": (1, False, False), "spublish": (1, False, False),
-    "subscribe": (1, True, False), "ssubscribe": (1, True, False), "psubscribe": (1, True, True),
+    "publish": (1, False, False),
+    "spublish": (1, False, False),
+    "subscribe": (1, True, False),
+    "ssubscribe": (1, True, False),
+    "psubscribe": (1, True, True),
 }
 
 NOPERM_KEY = RedisError(b"NOPERM this user has no permissions to access one of the keys used as arguments")
@@ -207,8 +290,17 @@ _PUBSUB_ALL = [False]
 
 
 class Selector:
-    __slots__ = ("root", "allowed", "allcommands", "future", "firstargs", "patterns", "allkeys", "channels",
-                 "allchannels")
+    __slots__ = (
+        "root",
+        "allowed",
+        "allcommands",
+        "future",
+        "firstargs",
+        "patterns",
+        "allkeys",
+        "channels",
+        "allchannels",
+    )
 
     def __init__(self, root: bool = False) -> None:
         self.root = root
@@ -356,8 +448,11 @@ class Selector:
                     raise AclError("ENOENT")
                 self._change_perm(sc, True)
             else:
-                log.warning("Deprecation warning: Allowing a first arg of an otherwise blocked command is a misuse "
-                            "of ACL and may get disabled in the future (offender: +%s)", name)
+                log.warning(
+                    "Deprecation warning: Allowing a first arg of an otherwise blocked command is a misuse "
+                    "of ACL and may get disabled in the future (offender: +%s)",
+                    name,
+                )
                 if cmd not in self.allowed:
                     fa = self.firstargs.setdefault(cmd, [])
                     if sub.lower() not in fa:
@@ -573,8 +668,7 @@ class User:
         elif low == "clearselectors":
             del self.selectors[1:]
         elif low == "reset":
-            for x in ("resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "clearselectors",
-                      "-@all"):
+            for x in ("resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "clearselectors", "-@all"):
                 self.apply(x)
             if _PUBSUB_ALL[0]:
                 self.apply("allchannels")
@@ -833,8 +927,11 @@ class AclState:
 
     # -- files --
     def dump(self, with_default: bool = True) -> str:
-        return "".join("user " + n.decode("utf-8", "surrogateescape") + " " + u.describe() + "\n"
-                       for n, u in sorted(self.users.items()) if with_default or n != b"default")
+        return "".join(
+            "user " + n.decode("utf-8", "surrogateescape") + " " + u.describe() + "\n"
+            for n, u in sorted(self.users.items())
+            if with_default or n != b"default"
+        )
 
     def save_file(self, path: str) -> None:
         tmp = path + ".tmp"
@@ -885,7 +982,10 @@ class AclState:
                 continue
             users[name] = u
         if errors:
-            return "".join(errors) + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+            return (
+                "".join(errors)
+                + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+            )
         d = users.pop(b"default", None)
         if d is None:
             d = self._new_default()
@@ -919,8 +1019,13 @@ class AclState:
         except Exception:
             cinfo = b""
         for i, e in enumerate(self.log):
-            if (e.reason == r and e.context == context and now - e.ctime < GROUPING_MS and e.object == obj
-                    and e.username == uname):
+            if (
+                e.reason == r
+                and e.context == context
+                and now - e.ctime < GROUPING_MS
+                and e.object == obj
+                and e.username == uname
+            ):
                 e.count += 1
                 e.ctime = now
                 e.cinfo = cinfo
@@ -982,8 +1087,12 @@ def check_command(c: Any, cmd: Any, argv: list[bytes]) -> RedisError | None:
     res, idx = c.user.check(cmd, argv)
     if res == OK_:
         return None
-    c.server.acl.log_denied(c, res, "multi" if c.multi is not None else "toplevel",
-                            cmd.fullname.encode() if res == DENIED_CMD else argv[idx])
+    c.server.acl.log_denied(
+        c,
+        res,
+        "multi" if c.multi is not None else "toplevel",
+        cmd.fullname.encode() if res == DENIED_CMD else argv[idx],
+    )
     if res == DENIED_CMD:
         return RedisError(b"NOPERM this user has no permissions to run the '%s' command" % cmd.fullname.encode())
     if res == DENIED_KEY:

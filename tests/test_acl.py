@@ -165,11 +165,29 @@ def test_describe_several_single_commands(pair: tuple[ServerProcess, ServerProce
 
 def test_subcommands_and_errors(m: Multi) -> None:
     for args in [
-        ("ACL",), ("ACL", "FOO"), ("ACL", "HELP"), ("ACL", "WHOAMI"), ("ACL", "USERS"), ("ACL", "CAT"),
-        ("ACL", "CAT", "nosuch"), ("ACL", "CAT", "a", "b"), ("ACL", "GENPASS", "0"), ("ACL", "GENPASS", "5000"),
-        ("ACL", "GENPASS", "x"), ("ACL", "GENPASS", "1", "2"), ("ACL", "LOG", "x"), ("ACL", "LOG", "1", "2"),
-        ("ACL", "LOG", "-1"), ("ACL", "LOG", "RESET"), ("ACL", "SAVE"), ("ACL", "LOAD"), ("ACL", "SETUSER"),
-        ("ACL", "GETUSER"), ("ACL", "DELUSER"), ("ACL", "DRYRUN", "default"), ("ACL", "WHOAMI", "x"),
+        ("ACL",),
+        ("ACL", "FOO"),
+        ("ACL", "HELP"),
+        ("ACL", "WHOAMI"),
+        ("ACL", "USERS"),
+        ("ACL", "CAT"),
+        ("ACL", "CAT", "nosuch"),
+        ("ACL", "CAT", "a", "b"),
+        ("ACL", "GENPASS", "0"),
+        ("ACL", "GENPASS", "5000"),
+        ("ACL", "GENPASS", "x"),
+        ("ACL", "GENPASS", "1", "2"),
+        ("ACL", "LOG", "x"),
+        ("ACL", "LOG", "1", "2"),
+        ("ACL", "LOG", "-1"),
+        ("ACL", "LOG", "RESET"),
+        ("ACL", "SAVE"),
+        ("ACL", "LOAD"),
+        ("ACL", "SETUSER"),
+        ("ACL", "GETUSER"),
+        ("ACL", "DELUSER"),
+        ("ACL", "DRYRUN", "default"),
+        ("ACL", "WHOAMI", "x"),
     ]:
         m("admin", *args)
     for bits, length in ((None, 64), ("1", 1), ("5", 2), ("4096", 1024), ("255", 64)):
@@ -182,15 +200,31 @@ def test_subcommands_and_errors(m: Multi) -> None:
 def test_dryrun(m: Multi) -> None:
     m("admin", "ACL", "SETUSER", "a", "reset", "on", "nopass", "+get", "~x*", "&c*", "(+set ~y)", "(+publish &d)")
     for args in [
-        ("a", "get", "x1"), ("a", "get", "y"), ("a", "set", "y", "1"), ("a", "set", "x", "1"),
-        ("a", "publish", "d", "1"), ("a", "publish", "e", "1"), ("a", "config", "get", "x"), ("a", "config"),
-        ("a", "config", "foo"), ("a", "nosuch"), ("a", "get"), ("nosuch", "get", "x"), ("a", "mget", "x1", "y", "z"),
-        ("a", "auth", "x"), ("default", "flushall"),
+        ("a", "get", "x1"),
+        ("a", "get", "y"),
+        ("a", "set", "y", "1"),
+        ("a", "set", "x", "1"),
+        ("a", "publish", "d", "1"),
+        ("a", "publish", "e", "1"),
+        ("a", "config", "get", "x"),
+        ("a", "config"),
+        ("a", "config", "foo"),
+        ("a", "nosuch"),
+        ("a", "get"),
+        ("nosuch", "get", "x"),
+        ("a", "mget", "x1", "y", "z"),
+        ("a", "auth", "x"),
+        ("default", "flushall"),
     ]:
         m("admin", "ACL", "DRYRUN", *args)
     m("admin", "ACL", "SETUSER", "a", "+subscribe", "+psubscribe", "+ssubscribe")
-    for args in [("a", "subscribe", "c1", "x1"), ("a", "psubscribe", "c*"), ("a", "psubscribe", "c1*"),
-                 ("a", "ssubscribe", "c1"), ("a", "unsubscribe", "zz")]:
+    for args in [
+        ("a", "subscribe", "c1", "x1"),
+        ("a", "psubscribe", "c*"),
+        ("a", "psubscribe", "c1*"),
+        ("a", "ssubscribe", "c1"),
+        ("a", "unsubscribe", "zz"),
+    ]:
         m("admin", "ACL", "DRYRUN", *args)
 
 
@@ -201,8 +235,21 @@ def test_cat_lists_come_from_the_command_table(m: Multi) -> None:
     m("admin", "ACL", "CAT")
     rq, ref = m.conns["admin"]
     ours_all = set(hiredis_parse(rq.call_raw("COMMAND", "LIST")))
-    for cat in ("read", "write", "dangerous", "pubsub", "connection", "transaction", "scripting", "keyspace",
-                "stream", "blocking", "admin", "fast", "hash"):
+    for cat in (
+        "read",
+        "write",
+        "dangerous",
+        "pubsub",
+        "connection",
+        "transaction",
+        "scripting",
+        "keyspace",
+        "stream",
+        "blocking",
+        "admin",
+        "fast",
+        "hash",
+    ):
         ours = hiredis_parse(rq.call_raw("ACL", "CAT", cat))
         theirs = hiredis_parse(ref.call_raw("ACL", "CAT", cat))
         assert len(ours) == len(set(ours))
@@ -219,12 +266,25 @@ def test_noperm_texts_and_acl_log(m: Multi) -> None:
     m("b", "AUTH", "alice", "pw")
     m("b", "ACL", "WHOAMI")
     for args in [
-        ("SET", "x", "1"), ("GET", "bull:x"), ("SET", "bull:x", "1"), ("MSET", "bull:a", "1", "x", "2"),
-        ("CONFIG", "GET", "hz"), ("FLUSHALL",), ("KEYS", "*"), ("PUBLISH", "foo", "1"), ("PUBLISH", "news1", "1"),
-        ("EVAL", "return redis.call('set','x',1)", "0"), ("EVAL", "return redis.call('get','bull:x')", "0"),
-        ("EVAL", "return redis.call('flushall')", "0"), ("EVAL", "return redis.pcall('set','x',1)", "0"),
-        ("EVAL", "return redis.call('publish','zz','1')", "0"), ("EVAL", "return 1", "1", "x"),
-        ("ACL", "LOG"), ("ACL", "GETUSER", "alice"), ("ACL", "CAT"), ("ACL", "WHOAMI"),
+        ("SET", "x", "1"),
+        ("GET", "bull:x"),
+        ("SET", "bull:x", "1"),
+        ("MSET", "bull:a", "1", "x", "2"),
+        ("CONFIG", "GET", "hz"),
+        ("FLUSHALL",),
+        ("KEYS", "*"),
+        ("PUBLISH", "foo", "1"),
+        ("PUBLISH", "news1", "1"),
+        ("EVAL", "return redis.call('set','x',1)", "0"),
+        ("EVAL", "return redis.call('get','bull:x')", "0"),
+        ("EVAL", "return redis.call('flushall')", "0"),
+        ("EVAL", "return redis.pcall('set','x',1)", "0"),
+        ("EVAL", "return redis.call('publish','zz','1')", "0"),
+        ("EVAL", "return 1", "1", "x"),
+        ("ACL", "LOG"),
+        ("ACL", "GETUSER", "alice"),
+        ("ACL", "CAT"),
+        ("ACL", "WHOAMI"),
     ]:
         m("b", *args)
     m("admin", "ACL", "LOG")
@@ -240,8 +300,16 @@ def test_noperm_texts_and_acl_log(m: Multi) -> None:
 def test_multi_exec_checks_at_queue_and_exec_time(m: Multi) -> None:
     m("admin", "ACL", "SETUSER", "alice", "on", ">pw", "~bull:*", "&news*", "+@all", "-@dangerous")
     m("b", "AUTH", "alice", "pw")
-    for args in [("MULTI",), ("SET", "x", "1"), ("GET", "bull:x"), ("EXEC",), ("MULTI",), ("GET", "bull:x"),
-                 ("SET", "bull:y", "2"), ("PUBLISH", "news1", "x")]:
+    for args in [
+        ("MULTI",),
+        ("SET", "x", "1"),
+        ("GET", "bull:x"),
+        ("EXEC",),
+        ("MULTI",),
+        ("GET", "bull:x"),
+        ("SET", "bull:y", "2"),
+        ("PUBLISH", "news1", "x"),
+    ]:
         m("b", *args)
     m("admin", "ACL", "SETUSER", "alice", "resetkeys", "~other*", "-get", "resetchannels")
     m("b", "EXEC")
@@ -251,21 +319,55 @@ def test_multi_exec_checks_at_queue_and_exec_time(m: Multi) -> None:
 def test_channels(m: Multi) -> None:
     m("admin", "ACL", "SETUSER", "carol", "on", "nopass", "+@all", "resetchannels", "&n*", "~*")
     m("c", "AUTH", "carol", "x")
-    for args in [("SUBSCRIBE", "n1", "x1"), ("PSUBSCRIBE", "n*"), ("PSUBSCRIBE", "n1*"), ("SSUBSCRIBE", "x"),
-                 ("PUBLISH", "x", "1"), ("SPUBLISH", "n2", "1"), ("SUBSCRIBE", "n1")]:
+    for args in [
+        ("SUBSCRIBE", "n1", "x1"),
+        ("PSUBSCRIBE", "n*"),
+        ("PSUBSCRIBE", "n1*"),
+        ("SSUBSCRIBE", "x"),
+        ("PUBLISH", "x", "1"),
+        ("SPUBLISH", "n2", "1"),
+        ("SUBSCRIBE", "n1"),
+    ]:
         m("c", *args)
     m("admin", "ACL", "LOG")
 
 
 def test_selectors_and_key_permissions(m: Multi) -> None:
-    m("admin", "ACL", "SETUSER", "bob", "reset", "on", "nopass", "+get", "~a*", "(+get %R~b*)", "(+set %W~c*)",
-      "(+@list %R~l* %W~d*)", "(+@all ~all*)")
+    m(
+        "admin",
+        "ACL",
+        "SETUSER",
+        "bob",
+        "reset",
+        "on",
+        "nopass",
+        "+get",
+        "~a*",
+        "(+get %R~b*)",
+        "(+set %W~c*)",
+        "(+@list %R~l* %W~d*)",
+        "(+@all ~all*)",
+    )
     m("c", "AUTH", "bob", "x")
     for args in [
-        ("GET", "a1"), ("GET", "b1"), ("GET", "c1"), ("SET", "c1", "1"), ("SET", "c1", "1", "GET"), ("SET", "a1", "1"),
-        ("INCR", "c1"), ("LPUSH", "l1", "x"), ("LPUSH", "d1", "x"), ("LMOVE", "l1", "d1", "LEFT", "LEFT"),
-        ("LMOVE", "d1", "l1", "LEFT", "LEFT"), ("LLEN", "l1"), ("LLEN", "zz"), ("DEL", "all1"), ("EXISTS", "zz"),
-        ("CONFIG", "GET", "hz"), ("MSET", "all1", "1", "all2", "2"), ("MGET", "all1", "a1"),
+        ("GET", "a1"),
+        ("GET", "b1"),
+        ("GET", "c1"),
+        ("SET", "c1", "1"),
+        ("SET", "c1", "1", "GET"),
+        ("SET", "a1", "1"),
+        ("INCR", "c1"),
+        ("LPUSH", "l1", "x"),
+        ("LPUSH", "d1", "x"),
+        ("LMOVE", "l1", "d1", "LEFT", "LEFT"),
+        ("LMOVE", "d1", "l1", "LEFT", "LEFT"),
+        ("LLEN", "l1"),
+        ("LLEN", "zz"),
+        ("DEL", "all1"),
+        ("EXISTS", "zz"),
+        ("CONFIG", "GET", "hz"),
+        ("MSET", "all1", "1", "all2", "2"),
+        ("MGET", "all1", "a1"),
     ]:
         m("c", *args)
     m("admin", "ACL", "LOG")
@@ -274,8 +376,14 @@ def test_selectors_and_key_permissions(m: Multi) -> None:
 def test_first_args_and_subcommands(m: Multi) -> None:
     m("admin", "ACL", "SETUSER", "dan", "reset", "on", "nopass", "~*", "+select|0", "+config|get", "+client")
     m("d", "AUTH", "dan", "x")
-    for args in [("SELECT", "0"), ("SELECT", "1"), ("CONFIG", "GET", "hz"), ("CONFIG", "SET", "hz", "10"),
-                 ("CLIENT", "ID"), ("CLIENT", "GETNAME")]:
+    for args in [
+        ("SELECT", "0"),
+        ("SELECT", "1"),
+        ("CONFIG", "GET", "hz"),
+        ("CONFIG", "SET", "hz", "10"),
+        ("CLIENT", "ID"),
+        ("CLIENT", "GETNAME"),
+    ]:
         if args == ("CLIENT", "ID"):
             continue  # ids differ
         m("d", *args)
@@ -445,7 +553,12 @@ def test_redis_py_as_an_acl_user(m: Multi, pair: tuple[ServerProcess, ServerProc
         p = r.pipeline(transaction=True)
         p.incr("bull:q:id").hget("bull:q:1", "name")
         out.append(p.execute())
-        for bad in (("SET", "other", 1), ("FLUSHALL",), ("KEYS", "*"), ("EVAL", "return redis.call('get', 'other')", 0)):
+        for bad in (
+            ("SET", "other", 1),
+            ("FLUSHALL",),
+            ("KEYS", "*"),
+            ("EVAL", "return redis.call('get', 'other')", 0),
+        ):
             with pytest.raises(redis.ResponseError) as e:
                 r.execute_command(*bad)
             out.append(str(e.value))
@@ -457,14 +570,21 @@ def test_redis_py_as_an_acl_user(m: Multi, pair: tuple[ServerProcess, ServerProc
     assert seen[0][0] == "worker"
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules")),
-                    reason="node and interop/node_modules are needed")
+@pytest.mark.skipif(
+    shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules")),
+    reason="node and interop/node_modules are needed",
+)
 def test_ioredis_as_an_acl_user(m: Multi, pair: tuple[ServerProcess, ServerProcess]) -> None:
     m("admin", "ACL", "SETUSER", "worker", *BULLMQ_RULES)
     outs = []
     for srv in pair:
-        p = subprocess.run(["node", "acl_ioredis.js", str(srv.port), "worker", "s3cret"], cwd=INTEROP,
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            ["node", "acl_ioredis.js", str(srv.port), "worker", "s3cret"],
+            cwd=INTEROP,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 0, p.stderr
         outs.append(json.loads(p.stdout))
         m("admin", "FLUSHALL")
@@ -541,9 +661,26 @@ def test_start_fails_on_a_missing_or_bad_aclfile(tmp_path: Any) -> None:
     env = dict(os.environ, PYTHONPATH=ROOT)
     bad = tmp_path / "bad.acl"
     bad.write_text("user x on +nosuch\n")
-    for path, text in ((str(tmp_path / "missing.acl"), "No such file or directory"),
-                       (str(bad), "Unknown command or category name in ACL")):
-        p = subprocess.run([sys.executable, "-m", "respqueue", "serve", "--port", str(free_port()), "--dir",
-                            str(tmp_path / "d"), "--aclfile", path], capture_output=True, text=True, env=env,
-                           timeout=60)
+    for path, text in (
+        (str(tmp_path / "missing.acl"), "No such file or directory"),
+        (str(bad), "Unknown command or category name in ACL"),
+    ):
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "respqueue",
+                "serve",
+                "--port",
+                str(free_port()),
+                "--dir",
+                str(tmp_path / "d"),
+                "--aclfile",
+                path,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert p.returncode == 1 and text in p.stderr, p.stderr

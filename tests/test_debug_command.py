@@ -26,12 +26,23 @@ def test_debug_is_off_on_a_fresh_server() -> None:
     ref = start_redis(debug_command=None)
     try:
         a, b = RawConn(rq.port), RawConn(ref.port)
-        for args in [("DEBUG", "SLEEP", "0"), ("DEBUG", "OBJECT", "x"), ("DEBUG", "HELP"), ("DEBUG",),
-                     ("CONFIG", "GET", "enable-debug-command"), ("CONFIG", "SET", "enable-debug-command", "yes"),
-                     ("CONFIG", "GET", "enable-protected-configs"), ("CONFIG", "GET", "enable-module-command"),
-                     ("CONFIG", "SET", "enable-protected-configs", "yes"), ("CONFIG", "SET", "dir", "/tmp"),
-                     ("MULTI",), ("DEBUG", "SLEEP", "0"), ("PING",), ("EXEC",),
-                     ("EVAL", "return redis.pcall('debug', 'sleep', '0')", "0")]:
+        for args in [
+            ("DEBUG", "SLEEP", "0"),
+            ("DEBUG", "OBJECT", "x"),
+            ("DEBUG", "HELP"),
+            ("DEBUG",),
+            ("CONFIG", "GET", "enable-debug-command"),
+            ("CONFIG", "SET", "enable-debug-command", "yes"),
+            ("CONFIG", "GET", "enable-protected-configs"),
+            ("CONFIG", "GET", "enable-module-command"),
+            ("CONFIG", "SET", "enable-protected-configs", "yes"),
+            ("CONFIG", "SET", "dir", "/tmp"),
+            ("MULTI",),
+            ("DEBUG", "SLEEP", "0"),
+            ("PING",),
+            ("EXEC",),
+            ("EVAL", "return redis.pcall('debug', 'sleep', '0')", "0"),
+        ]:
             got, want = a.call_raw(*args), b.call_raw(*args)
             assert got == want, (args, got, want)
         assert a.call_raw("DEBUG", "SLEEP", "0") == DENIED
