@@ -684,3 +684,26 @@ def test_start_fails_on_a_missing_or_bad_aclfile(tmp_path: Any) -> None:
             timeout=60,
         )
         assert p.returncode == 1 and text in p.stderr, p.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules", "bullmq")),
+    reason="node and interop/node_modules (bullmq) are needed",
+)
+def test_bullmq_queue_and_worker_as_an_acl_user(m: Multi, pair: tuple[ServerProcess, ServerProcess]) -> None:
+    # BullMQ checks the server version with INFO, which is @dangerous
+    m("admin", "ACL", "SETUSER", "bq", *BULLMQ_RULES, "&*", "+info")
+    outs = []
+    for srv in pair:
+        p = subprocess.run(
+            ["node", "acl_bullmq.js", str(srv.port), "bq", "s3cret"],
+            cwd=INTEROP,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert p.returncode == 0, p.stderr
+        outs.append(json.loads(p.stdout))
+    assert outs[0] == outs[1]
+    assert outs[0]["counts"]["completed"] == 15
+    m("admin", "ACL", "LOG")  # nothing was denied
