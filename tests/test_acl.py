@@ -426,6 +426,10 @@ def test_client_list_shows_the_user(pair: tuple[ServerProcess, ServerProcess], m
         info = hiredis_parse(conn.call_raw("CLIENT", "INFO"))
         assert b" user=frank " in info
     m("admin", "CLIENT", "KILL", "USER", "frank")
+    for conn in m.conns["f"]:
+        with pytest.raises(ConnectionError):
+            conn.call_raw("PING")
+    del m.conns["f"]
     m("f2", "AUTH", "frank", "pw")
     m("f2", "ACL", "WHOAMI")
     m("f2", "RESET")
@@ -707,3 +711,14 @@ def test_bullmq_queue_and_worker_as_an_acl_user(m: Multi, pair: tuple[ServerProc
     assert outs[0] == outs[1]
     assert outs[0]["counts"]["completed"] == 15
     m("admin", "ACL", "LOG")  # nothing was denied
+
+
+def test_deleting_your_own_user(m: Multi) -> None:
+    m("admin", "ACL", "SETUSER", "selfie", "on", "nopass", "+@all", "~*")
+    m("s", "AUTH", "selfie", "x")
+    m("s", "ACL", "DELUSER", "selfie")  # the reply comes, then the connection closes
+    for conn in m.conns["s"]:
+        with pytest.raises(ConnectionError):
+            conn.call_raw("PING")
+    del m.conns["s"]
+    m("admin", "ACL", "USERS")
