@@ -214,7 +214,6 @@ class _Table:
                 for s in subs:
                     self.all.append(s)
                     self.cats[id(s)] = frozenset(x[1:] for x in acl_categories(s))
-        self.allset = frozenset(self.all)
         self.by_cat = {cat: [c for c in self.all if cat in self.cats[id(c)]] for cat in CATEGORIES}
 
     def lookup(self, name: str) -> Any:
@@ -799,7 +798,6 @@ class AclState:
         self.default = self._new_default()
         self.users[b"default"] = self.default
         self.log: list[LogEntry] = []
-        self.log_max = 128
         # the users file keeps the default user only once ACL commands changed it: a password that
         # came from requirepass is not persisted (CONFIG SET requirepass is not, in Redis, without a rewrite)
         self.default_in_file = False
