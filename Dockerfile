@@ -17,6 +17,10 @@ COPY lua ./lua
 RUN pip install . && rm -rf /src
 
 WORKDIR /data
+# Docker's port mapping makes every client non-loopback, which protected mode would refuse (as Redis's own
+# image does, it is off here): set RESPQUEUE_REQUIREPASS or ACL users before exposing the port.
+ENV RESPQUEUE_PROTECTED_MODE=no
+
 VOLUME /data
 EXPOSE 6379
 

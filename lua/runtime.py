@@ -286,7 +286,7 @@ class Scripting:
         """
         if args:
             cmd = _COMMANDS.get(args[0]) if type(args[0]) is bytes else None
-            if cmd is not None and cmd.subcommands is None and not cmd.noscript:
+            if cmd is not None and cmd.subcommands is None and not cmd.noscript and self.caller.acl_unrestricted:
                 n = len(args)
                 ar = cmd.arity
                 if (n == ar if ar > 0 else n >= -ar) and not (
@@ -389,6 +389,12 @@ class Scripting:
             return None, self.mk_err(ERR_UNKNOWN)
         if cmd.noscript:
             return None, self.mk_err(ERR_NOSCRIPT_CMD)
+        if not self.caller.acl_unrestricted:  # the caller's ACL user (respqueue/acl.py)
+            from respqueue.acl import check_script
+
+            denied = check_script(self.caller, cmd, argv)
+            if denied is not None:
+                return None, self.mk_err(denied)
         if cmd.is_write:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)

@@ -124,6 +124,24 @@ def add_limit_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--client-output-buffer-limit", dest="client_output_buffer_limit", metavar="LIMITS",
                    help='per class "CLASS HARD SOFT SECONDS ...", default'
                    ' "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"' + env % "CLIENT_OUTPUT_BUFFER_LIMIT")
+    add_security_flags(s)
+
+
+def add_security_flags(s: argparse.ArgumentParser) -> None:
+    """Protected mode, ACL users file, DEBUG and protected configs (README: Security)."""
+    env = " (env RESPQUEUE_%s)"
+    s.add_argument("--protected-mode", dest="protected_mode", choices=("yes", "no"),
+                   help="refuse clients from other hosts than 127.0.0.1/::1 while the default user has no password,"
+                   " default yes" + env % "PROTECTED_MODE")
+    s.add_argument("--aclfile", help="ACL users file (ACL SAVE / ACL LOAD); without it users persist in"
+                   " <dir>/users.acl" + env % "ACLFILE")
+    for name, what in (("debug", "DEBUG"), ("module", "MODULE")):
+        s.add_argument(f"--enable-{name}-command", dest=f"enable_{name}_command", choices=("no", "yes", "local"),
+                       help=f"allow {what}: no (default), yes, or local (loopback and Unix socket clients only)"
+                       + env % f"ENABLE_{name.upper()}_COMMAND")
+    s.add_argument("--enable-protected-configs", dest="enable_protected_configs", choices=("no", "yes", "local"),
+                   help="allow CONFIG SET of protected configs (dir): no (default), yes or local"
+                   + env % "ENABLE_PROTECTED_CONFIGS")
 
 
 def _history_switch(v: str) -> str:

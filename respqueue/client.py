@@ -20,6 +20,8 @@ class Client:
     # Flags a network connection overrides.
     is_script = False
     in_exec = False
+    acl_unrestricted = True  # False while the client's ACL user is restricted (respqueue/acl.py)
+    is_unix = False
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -30,6 +32,12 @@ class Client:
         self.lib_name: bytes = b""
         self.lib_ver: bytes = b""
         self.authenticated = not server.config.requirepass
+        acl = getattr(server, "acl", None)
+        if acl is not None:  # the default user (respqueue/acl.py); the fast path skips ACL checks
+            d = acl.default
+            self.user = d
+            self.authenticated = "nopass" in d.flags and d.enabled
+            self.acl_unrestricted = d.unrestricted and len(d.selectors) == 1
         self.multi: list[tuple[Any, list[bytes]]] | None = None
         self.multi_error = False
         self.watched_keys: list[tuple[Database, bytes, int]] = []

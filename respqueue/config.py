@@ -65,6 +65,12 @@ class Config:
     maxmemory_samples: int = 5
     # output buffer limits per client class (respqueue/outbuf.py), Redis's syntax
     client_output_buffer_limit: str = "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"
+    protected_mode: str = "yes"  # yes|no: refuse non-loopback clients while the default user has no password
+    acl_pubsub_default: str = "resetchannels"  # channels of new ACL users: resetchannels or allchannels
+    aclfile: str | None = None  # ACL users file (ACL SAVE/LOAD); without one, users persist in <dir>/users.acl
+    enable_debug_command: str = "no"  # no|yes|local: DEBUG allowed (local: from 127.0.0.1, ::1, a Unix socket)
+    enable_protected_configs: str = "no"  # no|yes|local: CONFIG SET of protected configs (dir)
+    enable_module_command: str = "no"  # no|yes|local (there are no modules: MODULE is not implemented)
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -202,7 +208,6 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "tcp-keepalive": (None, "300", "int", True),
     "lazyfree-lazy-user-flush": (None, "no", "str", True),
     "activerehashing": (None, "yes", "str", True),
-    "protected-mode": (None, "no", "str", True),
     "tls-port": ("tls_port", None, "int", True),
     "tls-cert-file": ("tls_cert_file", None, "str", True),
     "tls-key-file": ("tls_key_file", None, "str", True),
@@ -216,4 +221,11 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "tls-client-cert-file": ("tls_client_cert_file", None, "str", True),
     "tls-client-key-file": ("tls_client_key_file", None, "str", True),
     "tls-client-key-file-pass": ("tls_client_key_file_pass", None, "str", True),
+    "protected-mode": ("protected_mode", None, "str", True),
+    "aclfile": ("aclfile", None, "str", False),
+    "acllog-max-len": (None, "128", "int", True),
+    "acl-pubsub-default": ("acl_pubsub_default", None, "str", True),
+    "enable-debug-command": ("enable_debug_command", None, "str", False),
+    "enable-protected-configs": ("enable_protected_configs", None, "str", False),
+    "enable-module-command": ("enable_module_command", None, "str", False),
 }

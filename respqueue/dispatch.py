@@ -72,8 +72,16 @@ def process(client: Any, argv: list[bytes]) -> Any:
         if (ar > 0 and len(argv) != ar) or len(argv) < -ar:
             return _rejected(client, wrong_args(cmd.fullname), argv)
     client.last_cmd = cmd
+    if cmd.is_protected:
+        err = _protected_command(client, cmd)
+        if err is not None:
+            return _rejected(client, err, argv)
     if not client.authenticated and not cmd.noauth:
         return _rejected(client, NOAUTH, argv)
+    if not client.acl_unrestricted:
+        err = _acl_check(client, cmd, argv)
+        if err is not None:
+            return _rejected(client, err, argv)
     if client.server.mem_guard is not None:
         # maxmemory is set (respqueue/memory.py): evict, or refuse with -OOM, as Redis's processCommand
         oom = client.server.mem_guard.check(client, cmd, argv)
@@ -115,6 +123,32 @@ def process(client: Any, argv: list[bytes]) -> Any:
 
         slowlog_record(server, client, argv, us, cmd)
     return r
+
+
+def _protected_command(client: Any, cmd: Command) -> RedisError | None:
+    """DEBUG (enable-debug-command no|yes|local), as Redis's processCommand."""
+    from .acl import protected_action_allowed
+
+    if protected_action_allowed(client.server.config.enable_debug_command, client):
+        return None
+    return RedisError(
+        'ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a '
+        "local connection, otherwise you need to set this option in the configuration file, and then restart the "
+        "server."
+    )
+
+
+_acl_check_command: Any = None
+
+
+def _acl_check(client: Any, cmd: Command, argv: list[bytes]) -> RedisError | None:
+    """The ACL check for a restricted user (respqueue/acl.py); None when allowed."""
+    global _acl_check_command
+    if _acl_check_command is None:
+        from .acl import check_command
+
+        _acl_check_command = check_command
+    return _acl_check_command(client, cmd, argv)
 
 
 def count_error(server: Any, err: RedisError) -> None:

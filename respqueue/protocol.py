@@ -122,6 +122,7 @@ class ClientConnection(asyncio.Protocol, Client):
         else:
             # a Unix socket client: Redis shows the socket's path for both
             self.addr = self.laddr = (s.config.unixsocket or "").encode() + b":0"
+            self.is_unix = True
         if sock is not None:
             try:
                 self.fd = sock.fileno()
@@ -134,6 +135,15 @@ class ClientConnection(asyncio.Protocol, Client):
             transport.close()
             self.closing = True
             return
+        if s.config.protected_mode == "yes":
+            from .acl import PROTECTED_MODE_DENIED, protected_mode_denies
+
+            if protected_mode_denies(s, self.addr, self.is_unix):
+                s.stats_rejected_connections += 1
+                transport.write(PROTECTED_MODE_DENIED)
+                transport.close()
+                self.closing = True
+                return
         s.clients[self.id] = self
         transport.set_write_buffer_limits(high=s.config.output_pause_bytes)
         if not self.authenticated:

@@ -77,6 +77,9 @@ class Server:
         self.tls_listener: Any = None
         self.tls_servers: list[asyncio.AbstractServer] = []
         self.tls_port = self.config.tls_port
+        from .acl import AclState
+
+        self.acl = AclState(self)  # users, ACL LOG (respqueue/acl.py)
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -212,6 +215,9 @@ class Server:
 
         outbuf.apply(self, cfg.client_output_buffer_limit)
         os.makedirs(cfg.dir, exist_ok=True)
+        if not getattr(self.acl, "_started", False):
+            self.acl.startup()  # ACL users: --aclfile or <dir>/users.acl; raises ValueError
+            self.acl._started = True
         if self.journal is None:
             from .persistence import open_persistence
 
@@ -378,5 +384,11 @@ def run(config: Config) -> int:
             import sys
 
             print(f"respqueue: cannot start: TLS: {e}", file=sys.stderr)
+        return 1
+    except ValueError as e:  # ACL users file errors (respqueue/acl.py)
+        import sys
+
+        log.error("cannot start: %s", e)
+        print(f"respqueue: cannot start: {e}", file=sys.stderr)
         return 1
     return 0

@@ -71,8 +71,13 @@ class ServerProcess:
             return f.read().decode("utf-8", "replace")
 
 
-def start_respqueue(*extra: str, port: int | None = None, workdir: str | None = None) -> ServerProcess:
+def start_respqueue(
+    *extra: str, port: int | None = None, workdir: str | None = None, debug_command: str | None = "local"
+) -> ServerProcess:
+    """respqueue on a free port; DEBUG is enabled for local clients unless ``debug_command`` is None."""
     port = port or free_port()
+    if debug_command is not None and "--enable-debug-command" not in extra:
+        extra = ("--enable-debug-command", debug_command, *extra)
     workdir = workdir or tempfile.mkdtemp(prefix="rq-")
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -84,12 +89,15 @@ def redis_server_path() -> str | None:
     return shutil.which("redis-server")
 
 
-def start_redis(*extra: str) -> ServerProcess:
+def start_redis(*extra: str, debug_command: str | None = "local") -> ServerProcess:
+    """redis-server on a free port; DEBUG is enabled for local clients unless ``debug_command`` is None."""
     exe = redis_server_path()
     if exe is None:
         raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="redis-")
+    if debug_command is not None and "--enable-debug-command" not in extra:
+        extra = ("--enable-debug-command", debug_command, *extra)
     argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir, *extra]
     return ServerProcess(argv, port, workdir)
 

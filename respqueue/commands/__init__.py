@@ -15,6 +15,7 @@ MODULES = (
     "pubsub",
     "server",
     "scripting",
+    "acl",
 )
 
 for _m in MODULES:

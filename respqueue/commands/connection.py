@@ -58,17 +58,22 @@ def reset(c: Any, argv: list[bytes]) -> Any:
     c.no_touch = False
     c.reply_mode = None
     c.authenticated = not s.config.requirepass
+    if getattr(s, "acl", None) is not None:  # back to the default user (respqueue/acl.py)
+        d = s.acl.default
+        c.user = d
+        c.authenticated = "nopass" in d.flags and d.enabled
+        c.acl_unrestricted = d.unrestricted and len(d.selectors) == 1
     return Status(b"RESET")
 
 
-def _check_password(c: Any, user: bytes, password: bytes) -> None:
-    req = c.server.config.requirepass
-    if user != b"default":
+def _check_password(c: Any, user: bytes, password: bytes, via: bytes = b"auth") -> None:
+    """AUTH / HELLO AUTH against the ACL users (respqueue/acl.py); logs in or raises WRONGPASS."""
+    from ..acl import check_auth, login
+
+    u = check_auth(c, user, password, via)
+    if u is None:
         raise WRONGPASS
-    if req:
-        if password != req.encode():
-            raise WRONGPASS
-    # with no password configured, any password for "default" is accepted
+    login(c, u)
 
 
 @command("auth", -2, "noscript loading stale fast no_auth allow_busy", group="connection")
@@ -76,7 +81,7 @@ def auth(c: Any, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise SYNTAX
     if len(argv) == 2:
-        if not c.server.config.requirepass:
+        if "nopass" in c.server.acl.default.flags:
             raise RedisError(
                 "ERR AUTH <password> called without any password configured for the default user. "
                 "Are you sure your configuration is correct?"
@@ -84,8 +89,7 @@ def auth(c: Any, argv: list[bytes]) -> Any:
         user, pw = b"default", argv[1]
     else:
         user, pw = argv[1], argv[2]
-    _check_password(c, user, pw)
-    c.authenticated = True
+    _check_password(c, user, pw, argv[0])
     return OK
 
 
@@ -106,8 +110,7 @@ def hello(c: Any, argv: list[bytes]) -> Any:
         opt = argv[i].lower()
         more = len(argv) - i - 1
         if opt == b"auth" and more >= 2:
-            _check_password(c, argv[i + 1], argv[i + 2])
-            c.authenticated = True
+            _check_password(c, argv[i + 1], argv[i + 2], argv[0])
             i += 3
         elif opt == b"setname" and more >= 1:
             name = argv[i + 1]
@@ -235,7 +238,7 @@ def client_line(c: Any, now: float | None = None) -> bytes:
     return (
         b"id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 "
         b"multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 "
-        b"tot-mem=1024 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s"
+        b"tot-mem=1024 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s"
         % (
             c.id,
             getattr(c, "addr", b"?:0"),
@@ -250,6 +253,7 @@ def client_line(c: Any, now: float | None = None) -> bytes:
             len(c.patterns),
             len(c.multi) if c.multi is not None else -1,
             c.last_cmd.fullname.encode() if c.last_cmd is not None else b"NULL",
+            c.user.name if getattr(c, "user", None) is not None else b"default",
             c.resp,
             c.lib_name,
             c.lib_ver,
@@ -325,7 +329,7 @@ def client_kill(c: Any, argv: list[bytes]) -> Any:
         elif opt in (b"addr", b"laddr", b"user", b"type"):
             if opt == b"type" and val.lower() not in (b"normal", b"pubsub", b"master", b"replica", b"slave"):
                 raise RedisError(b"ERR Unknown client type '" + val + b"'")
-            if opt == b"user" and val != b"default":
+            if opt == b"user" and server.acl.get(val) is None:
                 raise RedisError(b"ERR No such user '" + val + b"'")
             filters.append((opt, val))
         else:
@@ -343,7 +347,7 @@ def client_kill(c: Any, argv: list[bytes]) -> Any:
             elif opt == b"laddr":
                 ok = getattr(x, "laddr", None) == val
             elif opt == b"user":
-                ok = val == b"default"
+                ok = getattr(x, "user", None) is server.acl.get(val)
             elif opt == b"type":
                 t = val.lower()
                 ok = (t == b"pubsub") == bool(x.channels or x.patterns) and t in (b"normal", b"pubsub")

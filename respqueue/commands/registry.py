@@ -37,6 +37,7 @@ class Command:
         "no_multi",
         "allow_busy",
         "is_denyoom",
+        "is_protected",
         "calls",
         "usec",
         "failed_calls",
@@ -78,6 +79,7 @@ class Command:
         self.no_multi = "no_multi" in fl
         self.allow_busy = "allow_busy" in fl
         self.is_denyoom = "denyoom" in self.flags
+        self.is_protected = "protected" in fl  # DEBUG: gated by enable-debug-command (dispatch.process)
         self.calls = 0
         self.usec = 0
         self.failed_calls = 0

@@ -46,7 +46,7 @@ def _eval(c: Any, argv: list[bytes], by_sha: bool) -> Any:
     """EVAL/EVALSHA: a native implementation of a known BullMQ script, else the Lua runtime."""
     rt = _rt(c)
     n = _native or _native_run()
-    if n:
+    if n and c.acl_unrestricted:  # a restricted ACL user runs the Lua path: each redis.call is checked
         r = n[0](rt, c, argv, by_sha)
         if r is not n[1]:
             return r

@@ -84,8 +84,10 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "appendfsync": ("everysec", "always", "no"),
     "loglevel": ("debug", "verbose", "notice", "warning"),
     "tls-auth-clients": ("no", "yes", "optional"),
+    "acl-pubsub-default": ("allchannels", "resetchannels"),
 }
 _BOOLS = frozenset({"appendonly", "lazyfree-lazy-user-flush", "activerehashing", "protected-mode", "tls-replication"})
+_INT_RANGES["acllog-max-len"] = (0, INT64_MAX)
 _PROTECTED = frozenset({"dir"})
 
 _MEM_RE = re.compile(rb"([0-9]*)(b|k|kb|m|mb|g|gb)?", re.IGNORECASE)
@@ -259,6 +261,8 @@ def _apply(server: Any, name: str, value: Any) -> None:
         level = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING}
         logging.getLogger().setLevel(level.get(value, logging.INFO))
     setattr(cfg, attr, value)
+    if name == "requirepass" and getattr(server, "acl", None) is not None:
+        server.acl.set_requirepass(value)  # the default user's password, as Redis (respqueue/acl.py)
     if name == "slowlog-max-len":
         server.slowlog = deque(server.slowlog, maxlen=value)
     elif name.startswith("maxmemory"):
@@ -276,6 +280,13 @@ def _apply(server: Any, name: str, value: Any) -> None:
 
 
 container("config", -2, "", group="server")
+
+
+def _protected_configs_allowed(c: Any) -> bool:
+    """enable-protected-configs: yes, or local from a local connection (respqueue/acl.py)."""
+    from ..acl import protected_action_allowed
+
+    return protected_action_allowed(c.server.config.enable_protected_configs, c)
 
 
 @subcommand("config", "get", -3, "admin noscript loading stale")
@@ -317,7 +328,7 @@ def config_set(c: Any, argv: list[bytes]) -> Any:
         spec = PARAMS.get(name)
         if spec is None:
             raise RedisError(b"ERR Unknown option or number of arguments for CONFIG SET - '" + arg + b"'")
-        if name in _PROTECTED:
+        if name in _PROTECTED and not _protected_configs_allowed(c):
             raise _set_failed(arg, "can't set protected config")
         if not spec[3]:
             raise _set_failed(arg, "can't set immutable config")
@@ -938,7 +949,7 @@ def _key_spec(cmd: Command) -> list[dict[bytes, Any]]:
 def _flags_of(cmd: Command) -> list[Status]:
     # the registry's "pubsub" flag means "allowed while subscribed"; Redis's marks pub/sub commands
     pubsub = _GROUP_CATEGORY.get(cmd.group) == "pubsub" and cmd.name != "help" and cmd.proc is not None
-    flags = [Status(f.encode()) for f in cmd.flags if f not in ("dangerous", "sentinel", "pubsub")]
+    flags = [Status(f.encode()) for f in cmd.flags if f not in ("dangerous", "sentinel", "pubsub", "protected")]
     if pubsub:
         flags.append(Status(b"pubsub"))
     if cmd.fullname in _MOVABLE and b"movablekeys" not in flags:
@@ -1483,7 +1494,7 @@ def _debug_protocol(c: Any, name: bytes) -> Any:
     raise RedisError("ERR Wrong protocol type name. Please use one of the following: " + _PROTOCOL_TYPES)
 
 
-@command("debug", -2, "admin noscript loading stale", group="server")
+@command("debug", -2, "admin noscript loading stale protected", group="server")
 def debug(c: Any, argv: list[bytes]) -> Any:
     sub = argv[1].lower()
     n = len(argv)
@@ -1515,9 +1526,10 @@ def debug(c: Any, argv: list[bytes]) -> Any:
             "    Prints this help.",
         ])
     if sub == b"sleep" and n == 3:
-        secs = _strtod(argv[2])
-        if secs > 0:
-            time.sleep(secs)
+        # as Redis: (long long)(strtod * 1e6) microseconds; out of range (1e300, inf, nan) is negative there
+        usecs = _strtod(argv[2]) * 1000000
+        if usecs == usecs and 0 < usecs < 2**63:
+            time.sleep(int(usecs) / 1000000)
         return OK
     if sub == b"set-active-expire" and n == 3:
         server.active_expire_enabled = _atoi(argv[2]) != 0

@@ -103,6 +103,13 @@ def exec_(c: Any, argv: list[bytes]) -> Any:
     c.in_exec = True
     try:
         for cmd, args in queued:
+            if not c.acl_unrestricted:  # rules may have changed since queueing (respqueue/acl.py)
+                from ..acl import check_exec
+
+                err = check_exec(c, cmd, args)
+                if err is not None:
+                    replies.append(err)
+                    continue
             r = call(c, cmd, args)
             if type(r) is Block:  # defensive: blocking commands must not block here
                 r = r.timeout_reply
