@@ -47,6 +47,12 @@ def open_persistence(server: Any) -> Journal | None:
     try:
         assert store.conn is not None
         loaded, nexp, expired = load(store.conn, server.dbs, journal.stored)
+        # BullMQ jobs as one row each (compat/engine/layout.py; RESPQUEUE_JOB_ROWS=off: generic rows)
+        from compat.engine import layout as job_layout
+
+        if job_layout.enabled():
+            journal.layout = job_layout.JobLayout()
+            loaded += journal.layout.load(store.conn, server.dbs, journal.dirty, journal.stored)
     except Exception as e:
         store.close()
         from .store import remedy

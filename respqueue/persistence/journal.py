@@ -40,6 +40,11 @@ def s64(u: int) -> int:
 
 _KEY_UPSERT = "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value) VALUES(?,?,?,?,?,?)"
 _KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
+# a keys row with the state columns (schema version 5): a job hash kept as a job row
+_STATE_UPSERT = (
+    "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score) VALUES(?,?,?,?,?,?,?,?)"
+)
+_JOBS = b"jobs"  # stored[k] of a container kept as job rows by the layout
 _ELEM_DEL_ALL = {rt: f"DELETE FROM {t} WHERE db=? AND key=?" for rt, t in ELEMENT_TABLES.items()}  # noqa: S608
 _UPSERT = {
     b"hash": "INSERT OR REPLACE INTO hash_fields(db, key, field, value) VALUES(?,?,?,?)",
@@ -149,6 +154,9 @@ class Journal:
         self.row_ops: dict[str, list[Any]] = {}
         self.batch_hooks: list[Any] = []  # called before a batch is built
         self.close_hooks: list[Any] = []  # called when the journal closes
+        # a layout codec for keys of a known shape (compat/engine/layout.py: BullMQ jobs as one row
+        # each): ``before`` sees a batch's dirty keys first, ``stamp`` splits its keys rows
+        self.layout: Any = None
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -173,6 +181,8 @@ class Journal:
         for t in ALL_TABLES:
             self.pending.append((f"DELETE FROM {t} WHERE db=?", (i,), False))  # noqa: S608
         self.stored = {k: v for k, v in self.stored.items() if k[0] != i}
+        if self.layout is not None:
+            self.layout.flushed(i)
         self.changes += 1
         if not self.scheduled:
             self._schedule()
@@ -186,6 +196,8 @@ class Journal:
             self.pending.append((f"UPDATE {t} SET db=? WHERE db=-1", (ib,), False))  # noqa: S608
         swap = {ia: ib, ib: ia}
         self.stored = {(swap.get(k[0], k[0]), k[1]): v for k, v in self.stored.items()}
+        if self.layout is not None:
+            self.layout.swapped(ia, ib)
         # the containers moved with their data: re-key the attached ones
         for d in (a, b):
             for key, v in d.data.items():
@@ -390,6 +402,9 @@ class Journal:
         # once, so their order among themselves does not matter)
         kdel: list[tuple[int, bytes]] = []
         kup: list[tuple[Any, ...]] = []
+        layout = self.layout
+        if layout is not None:
+            layout.before(dirty, dbs, stored, append)
         for k, born in dirty.items():
             dbi, key = k
             db = dbs[dbi]
@@ -411,6 +426,9 @@ class Journal:
                 continue
             rt = v.rtype
             old = stored.get(k)
+            if old == _JOBS:  # kept as job rows (see compat/engine/layout.py): no element rows
+                kup.append((dbi, key, layout.row_type(rt), exp, ver, None))
+                continue
             if rt == _HASH and (old is None or v._jlog is None or v._jkey != k):
                 # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
                 blob = v.packed()
@@ -454,7 +472,12 @@ class Journal:
         if kdel:
             append((_KEY_DEL, kdel, True))
         if kup:
-            append((_KEY_UPSERT, kup, True))
+            if layout is not None:
+                kup, jobs = layout.stamp(kup)
+                if jobs:
+                    append((_STATE_UPSERT, jobs, True))
+            if kup:
+                append((_KEY_UPSERT, kup, True))
 
     def _full(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any, rt: bytes) -> None:
         if rt == b"hash":
@@ -517,7 +540,10 @@ class Journal:
 
 def _drop_rows(append: Any, old: bytes, k: tuple[int, bytes]) -> None:
     """Delete every element row of key ``k``, whose rows are of type ``old``."""
-    append((_ELEM_DEL_ALL[old], k, False))
+    sql = _ELEM_DEL_ALL.get(old)
+    if sql is None:
+        return  # job rows (compat/engine/layout.py), or a type the loader left aside: no element rows
+    append((sql, k, False))
     if old == _STREAM:
         append((_STREAM_LEGACY_DEL, k, False))
 

@@ -33,7 +33,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -73,10 +73,18 @@ _SCHEMA_V4 = [
     " seq INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
 ]
 
+# version 5: a keys row may carry a state and a score (a BullMQ job kept as one row, its state
+# containers rebuilt from those rows: compat/engine/layout.py); NULL for every other row, so a
+# version 4 store is valid as it is (its containers are rewritten as job rows when first written)
+_SCHEMA_V5 = [
+    "ALTER TABLE keys ADD COLUMN state BLOB",
+    "ALTER TABLE keys ADD COLUMN score REAL",
+]
+
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
 _LATER_TABLES = ("stream_chunks",)  # keyspace tables that stores of an earlier schema version lack
@@ -451,7 +459,9 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
                 if not rows:
                     break
                 ph = ",".join("?" * len(rows[0]))
-                new.executemany(f"INSERT OR REPLACE INTO {table} VALUES({ph})", rows)  # noqa: S608
+                # by column name: a version 4 keys table lacks version 5's state and score
+                names = ",".join(d[0] for d in cur.description)
+                new.executemany(f"INSERT OR REPLACE INTO {table}({names}) VALUES({ph})", rows)  # noqa: S608
                 saved += len(rows)
                 pr.update(len(rows))
         except sqlite3.DatabaseError as e:

@@ -1,0 +1,356 @@
+"""Job rows: a BullMQ job stored as one row, its state containers rebuilt from those rows.
+
+BullMQ keeps a job as a hash ``<prefix>:<queue>:<id>`` and moves its id between the queue's state
+containers (the lists ``wait``, ``paused``, ``active`` and the zsets ``delayed``, ``prioritized``,
+``completed``, ``failed``, ``waiting-children``). Stored generically, each move costs a list or zset
+member row deleted and another inserted, on top of the job hash's own row, which the same script
+rewrites anyway (``processedOn``, ``finishedOn``, ...).
+
+This layout (installed as ``Journal.layout``, see ``respqueue/persistence``) keeps such a container
+as *job rows*: the container's ``keys`` row has the type ``joblist`` / ``jobzset`` and no element
+rows; each member's job hash row (``keys``, type ``hash``) carries ``state`` (the container's key)
+and ``score`` (its zset score, or its list position: the journal's float positions, so list order,
+LPUSH/RPUSH/LINSERT included, is kept). A job's move from ``wait`` to ``active`` to ``completed``
+so rewrites its one row. At start-up the containers are rebuilt from the rows that name them.
+
+Correctness never depends on BullMQ's habits. A container is kept as job rows only while, at the
+end of every batch, each member's hash exists (a Hash at ``<prefix><member>``), no member is in the
+container twice and no job is in two such containers (all legal in Redis). A batch that breaks
+this writes that container back as generic rows (and its members' rows without a state); it may
+become job rows again when it is next written whole (deleted and created again, RENAME).
+
+Memory: ``owner`` maps each owned job key to (container key, score) and ``cont`` each container to
+its members (a list: position -> job key; a zset: job key -> score), so a removal is found by
+position or member in O(1).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import sqlite3
+from collections import deque
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from respqueue.keyspace import mstime
+from respqueue.types.hash import Hash
+from respqueue.types.list import List
+from respqueue.types.zset import ZSet
+
+JOBS = b"jobs"  # Journal.stored value of a container kept as job rows (it has no element rows)
+LIST_TYPE = "joblist"
+ZSET_TYPE = "jobzset"
+_TYPE = {b"list": LIST_TYPE, b"zset": ZSET_TYPE}
+STATES = (b"wait", b"paused", b"active", b"delayed", b"prioritized", b"completed", b"failed", b"waiting-children")
+_SUFFIXES = tuple(b":" + s for s in STATES)
+STATE_UPSERT = (
+    "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score) VALUES(?,?,?,?,?,?,?,?)"
+)
+_ELEM_DEL = {
+    b"hash": "DELETE FROM hash_fields WHERE db=? AND key=?",
+    b"set": "DELETE FROM set_members WHERE db=? AND key=?",
+    b"zset": "DELETE FROM zset_members WHERE db=? AND key=?",
+    b"list": "DELETE FROM list_items WHERE db=? AND key=?",
+}
+_DB_STATE = itemgetter(0, 1)
+_LIST = b"list"
+_ZSET = b"zset"
+
+
+def enabled() -> bool:
+    """Job rows are on unless ``RESPQUEUE_JOB_ROWS=off`` (the generic layout of schema version 4)."""
+    return os.environ.get("RESPQUEUE_JOB_ROWS", "on").lower() not in ("off", "0", "no", "false")
+
+
+def prefix_of(key: bytes) -> bytes | None:
+    """``<prefix>:<queue>:`` when ``key`` names one of BullMQ's state containers, else None."""
+    if key.endswith(_SUFFIXES):
+        return key[: key.rindex(b":") + 1]
+    return None
+
+
+class JobLayout:
+    """The job-row codec of a journal (``Journal.layout``)."""
+
+    def __init__(self) -> None:
+        # db -> job key -> (container key, score or list position)
+        self.owner: dict[int, dict[bytes, tuple[bytes, float]]] = {}
+        # (db, container key) -> {pos: job key} (a list) or {job key: score} (a zset)
+        self.cont: dict[tuple[int, bytes], dict[Any, Any]] = {}
+
+    # ---- batches --------------------------------------------------------------
+    def before(self, dirty: dict[tuple[int, bytes], Any], dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
+               append: Any) -> None:
+        """Called with a batch's dirty keys before they become rows: moves ownership of jobs between
+        containers, marks the job hashes whose row changes dirty, and hands a container that breaks
+        the invariants back to the generic layout (the journal then writes it whole)."""
+        keys = list(dirty)
+        owner = self.owner
+        cont = self.cont
+        touched: list[tuple[int, bytes]] = []
+        adds: list[tuple[tuple[int, bytes], Any, bytes, list[tuple[float, bytes]]]] = []
+        for k in keys:
+            dbi, ckey = k
+            if not ckey.endswith(_SUFFIXES):
+                continue
+            prefix = ckey[: ckey.rindex(b":") + 1]
+            v = dbs[dbi].data.get(ckey)
+            rt = None if v is None or type(v) is bytes else v.rtype
+            old = stored.get(k)
+            if old == JOBS:
+                m = cont.get(k)
+                if m is not None and v is not None and v._jkey == k and v._jlog is not None and (
+                        rt == _LIST) == (type(m) is _PosMap):
+                    add = self._consume(k, v, rt, m, prefix, touched)
+                    if add:
+                        adds.append((k, v, rt, add))
+                    continue
+                self._release_all(k, touched)
+                if v is None:
+                    continue  # the journal deletes its keys row
+                del stored[k]
+            if rt != _LIST and rt != _ZSET:
+                continue
+            # written whole by the journal (new, renamed, or stored another way): try job rows
+            if old == rt and v._jkey == k and v._jlog is not None:
+                continue  # generic rows, changed element by element: stays generic
+            if old is not None and old != JOBS:
+                sql = _ELEM_DEL.get(old)
+                if sql is not None:
+                    append((sql, k, False))
+                del stored[k]
+            if rt == _LIST:
+                v.attach(k)
+                cont[k] = _PosMap()
+                add = [(p, prefix + x) for p, x in v.positioned()]
+            else:
+                v._jlog = []
+                v._jkey = k
+                cont[k] = {}
+                add = [(s, prefix + x) for s, x in v.items()]
+            stored[k] = JOBS
+            adds.append((k, v, rt, add))
+        # new members: every job hash must exist, and no job may be in two places
+        for k, _v, rt, add in adds:
+            dbi, ckey = k
+            o = owner.get(dbi)
+            if o is None:
+                o = owner[dbi] = {}
+            data = dbs[dbi].data
+            ok = True
+            if rt == _LIST:
+                seen: set[bytes] = set()
+                for _p, jk in add:
+                    if type(data.get(jk)) is not Hash or jk in o or jk in seen:
+                        ok = False
+                        break
+                    seen.add(jk)
+            else:
+                for _s, jk in add:
+                    cur = o.get(jk)
+                    if type(data.get(jk)) is not Hash or (cur is not None and cur[0] != ckey):
+                        ok = False
+                        break
+            if not ok:
+                self._fallback(k, dbs, stored, dirty, touched)
+                continue
+            m = cont[k]
+            if rt == _LIST:
+                for p, jk in add:
+                    m[p] = jk
+                    o[jk] = (ckey, p)
+                    touched.append((dbi, jk))
+            else:
+                for s, jk in add:
+                    m[jk] = s
+                    o[jk] = (ckey, s)
+                    touched.append((dbi, jk))
+        # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
+        for k in keys:
+            o = owner.get(k[0])
+            if o:
+                cur = o.get(k[1])
+                if cur is not None and type(dbs[k[0]].data.get(k[1])) is not Hash:
+                    self._fallback((k[0], cur[0]), dbs, stored, dirty, touched)
+        for t in touched:
+            if t not in dirty:
+                dirty[t] = False
+
+    def _consume(self, k: tuple[int, bytes], v: Any, rt: bytes, m: dict[Any, Any], prefix: bytes,
+                 touched: list[tuple[int, bytes]]) -> list[tuple[float, bytes]]:
+        """Take a job-row container's change log: release the members it lost, return the ones it gained."""
+        jl = v._jlog
+        if not jl:
+            return []
+        v._jlog = []
+        o = self.owner.get(k[0]) or {}
+        ckey = k[1]
+        add: list[tuple[float, bytes]] = []
+        if rt == _LIST:
+            for pos, val in dict(jl).items():
+                jk = m.get(pos)
+                if val is None:
+                    if jk is not None:
+                        del m[pos]
+                        _release(o, jk, ckey, k[0], touched)
+                    continue
+                nk = prefix + val
+                if jk is not None:
+                    if jk == nk:
+                        continue
+                    del m[pos]
+                    _release(o, jk, ckey, k[0], touched)
+                add.append((pos, nk))
+        else:
+            for mem, s in dict(jl).items():
+                jk = prefix + mem
+                if s is None:
+                    if m.pop(jk, None) is not None:
+                        _release(o, jk, ckey, k[0], touched)
+                else:
+                    add.append((s, jk))
+        return add
+
+    def _release_all(self, k: tuple[int, bytes], touched: list[tuple[int, bytes]]) -> None:
+        m = self.cont.pop(k, None)
+        if not m:
+            return
+        o = self.owner.get(k[0]) or {}
+        for jk in m.values() if type(m) is _PosMap else m:
+            _release(o, jk, k[1], k[0], touched)
+
+    def _fallback(self, k: tuple[int, bytes], dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
+                  dirty: dict[tuple[int, bytes], Any], touched: list[tuple[int, bytes]]) -> None:
+        """Container ``k`` goes back to generic rows: the journal writes it whole in this batch."""
+        self._release_all(k, touched)
+        if stored.get(k) == JOBS:
+            del stored[k]
+        v = dbs[k[0]].data.get(k[1])
+        if v is not None and type(v) is not bytes:
+            v._jkey = None
+        if k not in dirty:
+            dirty[k] = False
+
+    def stamp(self, kup: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Split a batch's ``keys`` upserts into plain rows and job rows (with state and score)."""
+        owner = self.owner
+        if not owner:
+            return kup, []
+        plain = []
+        jobs = []
+        for row in kup:
+            o = owner.get(row[0])
+            cur = o.get(row[1]) if o else None
+            if cur is None:
+                plain.append(row)
+            else:
+                jobs.append((*row, cur[0], cur[1]))
+        return plain, jobs
+
+    def row_type(self, rt: bytes) -> str:
+        """The ``keys.type`` of a container of type ``rt`` kept as job rows."""
+        return _TYPE[rt]
+
+    # ---- databases ------------------------------------------------------------
+    def flushed(self, dbi: int) -> None:
+        self.owner.pop(dbi, None)
+        for k in [k for k in self.cont if k[0] == dbi]:
+            del self.cont[k]
+
+    def swapped(self, a: int, b: int) -> None:
+        oa = self.owner.pop(a, None)
+        ob = self.owner.pop(b, None)
+        if oa is not None:
+            self.owner[b] = oa
+        if ob is not None:
+            self.owner[a] = ob
+        swap = {a: b, b: a}
+        self.cont = {(swap.get(k[0], k[0]), k[1]): m for k, m in self.cont.items()}
+
+    # ---- start-up -------------------------------------------------------------
+    def load(self, conn: sqlite3.Connection, dbs: list[Any], dirty: dict[tuple[int, bytes], Any],
+             stored: dict[tuple[int, bytes], bytes]) -> int:
+        """Rebuild the job-row containers from the rows that name them; returns how many were loaded.
+
+        Containers stored generically (a store of schema version 4, or one that fell back) are marked
+        for a rewrite, so the first batch turns them into job rows if they qualify."""
+        now = mstime()
+        ndb = len(dbs)
+        conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
+        for dbi, key, typ, exp in conn.execute(
+                "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset')"):
+            if not 0 <= dbi < ndb:
+                continue
+            k = (dbi, bytes(key))
+            if exp is not None and exp <= now:
+                dirty[k] = None  # expired: its keys row goes, and its members' rows are rewritten
+                continue
+            conts[k] = (typ, exp)
+        loaded = 0
+        cur = conn.execute("SELECT db, state, score, key FROM keys WHERE state IS NOT NULL ORDER BY db, state, score, key")
+        for (dbi, state), grp in groupby(cur, _DB_STATE):
+            rows = list(grp)
+            k = (dbi, bytes(state))
+            meta = conts.pop(k, None)
+            if meta is None:
+                # a state naming no job-row container (it expired): rewrite those rows without it
+                for r in rows:
+                    dirty.setdefault((dbi, r[3]), False)
+                continue
+            ckey = k[1]
+            plen = ckey.rindex(b":") + 1
+            scores = [r[2] for r in rows]
+            jks = [r[3] for r in rows]
+            members = [jk[plen:] for jk in jks]
+            db = dbs[dbi]
+            o = self.owner.get(dbi)
+            if o is None:
+                o = self.owner[dbi] = {}
+            v: Any
+            if meta[0] == LIST_TYPE:
+                v = List(members)
+                v._p = deque(scores)
+                m: dict[Any, Any] = _PosMap(zip(scores, jks, strict=True))
+            else:
+                v = ZSet.from_sorted(list(zip(scores, members, strict=True)))
+                m = dict(zip(jks, scores, strict=True))
+            v._jlog = []
+            v._jkey = k
+            o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
+            self.cont[k] = m
+            db.data[ckey] = v
+            stored[k] = JOBS
+            if meta[1] is not None:
+                db.expires[ckey] = meta[1]
+                heapq.heappush(db.expire_heap, (meta[1], ckey))
+            loaded += 1
+        for k in conts:  # a container row without members (cannot be written so): drop it
+            dirty[k] = None
+        # generic state containers (written by schema version 4, or fallen back): rewrite them, as
+        # job rows where they qualify, in the first batch
+        for dbi, key in conn.execute("SELECT db, key FROM keys WHERE type IN ('list', 'zset')"):
+            if not 0 <= dbi < ndb:
+                continue
+            key = bytes(key)
+            if key.endswith(_SUFFIXES):
+                v = dbs[dbi].data.get(key)
+                if v is not None and type(v) is not bytes:
+                    v._jkey = None
+                    dirty.setdefault((dbi, key), False)
+        return loaded
+
+
+class _PosMap(dict):  # type: ignore[type-arg]
+    """A list container's members: position -> job key."""
+
+    __slots__ = ()
+
+
+def _release(o: dict[bytes, tuple[bytes, float]], jk: bytes, ckey: bytes, dbi: int,
+             touched: list[tuple[int, bytes]]) -> None:
+    cur = o.get(jk)
+    if cur is not None and cur[0] == ckey:
+        del o[jk]
+        touched.append((dbi, jk))
