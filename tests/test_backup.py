@@ -58,12 +58,9 @@ def make_store(d: str, rows: dict[bytes, bytes]) -> str:
     path = os.path.join(d, "respqueue.db")
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
-    from respqueue.persistence.store import MIGRATIONS, SCHEMA_VERSION
+    from respqueue.persistence.store import migrate
 
-    for v in range(1, SCHEMA_VERSION + 1):
-        for stmt in MIGRATIONS[v]:
-            conn.execute(stmt)
-    conn.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+    migrate(conn, path)  # idempotent: version 5's ALTER TABLE runs once per file
     conn.executemany("INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value) VALUES(0,?,'string',NULL,1,?)",
                      list(rows.items()))
     conn.close()
