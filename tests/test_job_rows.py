@@ -226,6 +226,10 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         assert conn.execute("SELECT count(*) FROM keys WHERE state IS NOT NULL").fetchone() == (0,)
         conn.execute("ALTER TABLE keys DROP COLUMN state")
         conn.execute("ALTER TABLE keys DROP COLUMN score")
+        conn.execute("ALTER TABLE keys DROP COLUMN lock")
+        conn.execute("ALTER TABLE keys DROP COLUMN lock_ms")
+        assert [c[1] for c in conn.execute("PRAGMA table_info(keys)")] == [
+            "db", "key", "type", "expire_ms", "version", "value"]
         conn.execute("UPDATE meta SET value = '4' WHERE name = 'schema_version'")
         conn.commit()
         assert conn.execute("SELECT count(*) FROM list_items").fetchone()[0] >= 300
@@ -242,3 +246,46 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         assert snapshot(n.r) == before
     finally:
         n.stop()
+
+
+def test_locks_live_in_their_jobs_row(node: Node) -> None:
+    """``<job>:lock`` (SET PX when a job goes active, DEL when it finishes) is kept in the job's row while
+    the job is in a state container, and has a row of its own otherwise."""
+    r = node.r
+    for i in range(1, 6):
+        job(r, "q", i)
+    r.rpush("bull:q:active", "1", "2", "3")
+    r.set("bull:q:1:lock", "tok1", px=60_000)
+    r.set("bull:q:2:lock", "tok2")
+    r.set("bull:q:4:lock", "tok4", px=60_000)  # job 4 is in no container: a row of its own
+    r.save()
+    assert rows(node, "SELECT key FROM keys WHERE key IN (CAST('bull:q:1:lock' AS BLOB), CAST('bull:q:2:lock' AS BLOB))") == []
+    assert rows(node, "SELECT lock FROM keys WHERE key = CAST('bull:q:1' AS BLOB)") == [(b"tok1",)]
+    assert rows(node, "SELECT value FROM keys WHERE key = CAST('bull:q:4:lock' AS BLOB)") == [(b"tok4",)]
+    check_restart(node)
+    r = node.r
+    assert r.get("bull:q:1:lock") == b"tok1" and 0 < r.pttl("bull:q:1:lock") <= 60_000
+    assert r.pttl("bull:q:2:lock") == -1
+    r.set("bull:q:1:lock", "tok1b", px=60_000)  # extendLock
+    r.lrem("bull:q:active", -1, "2")  # job 2 leaves every container: its lock gets a row of its own
+    r.zadd("bull:q:completed", {"3": 1})
+    r.lrem("bull:q:active", -1, "3")
+    r.delete("bull:q:3:lock")
+    r.rpush("bull:q:wait", "4")  # job 4 is owned now; its lock keeps its own row until it changes
+    r.save()
+    assert rows(node, "SELECT value FROM keys WHERE key = CAST('bull:q:2:lock' AS BLOB)") == [(b"tok2",)]
+    check_restart(node)
+    r = node.r
+    r.set("bull:q:4:lock", "tok4b", px=60_000)
+    r.set("bull:q:5:lock", "x", px=200)  # expires while folded? job 5 is in no container: its own row
+    r.save()
+    assert rows(node, "SELECT key FROM keys WHERE key = CAST('bull:q:4:lock' AS BLOB)") == []
+    r.set("bull:q:1:lock", "short", px=1500)
+    r.save()
+    node.restart(signal.SIGKILL)
+    r = node.r
+    assert r.get("bull:q:1:lock") == b"short"
+    time.sleep(1.6)
+    assert r.get("bull:q:1:lock") is None
+    check_restart(node)
+    assert node.r.get("bull:q:1:lock") is None and node.r.get("bull:q:4:lock") == b"tok4b"

@@ -46,8 +46,11 @@ _TYPE = {b"list": LIST_TYPE, b"zset": ZSET_TYPE}
 STATES = (b"wait", b"paused", b"active", b"delayed", b"prioritized", b"completed", b"failed", b"waiting-children")
 _SUFFIXES = tuple(b":" + s for s in STATES)
 STATE_UPSERT = (
-    "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score) VALUES(?,?,?,?,?,?,?,?)"
+    "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score, lock, lock_ms)"
+    " VALUES(?,?,?,?,?,?,?,?,?,?)"
 )
+_KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
+_LOCK = b":lock"
 _ELEM_DEL = {
     b"hash": "DELETE FROM hash_fields WHERE db=? AND key=?",
     b"set": "DELETE FROM set_members WHERE db=? AND key=?",
@@ -79,6 +82,10 @@ class JobLayout:
         self.owner: dict[int, dict[bytes, tuple[bytes, float]]] = {}
         # (db, container key) -> {pos: job key} (a list) or {job key: score} (a zset)
         self.cont: dict[tuple[int, bytes], dict[Any, Any]] = {}
+        # db -> lock keys ``<job key>:lock`` kept in their owned job's row (lock, lock_ms), not a row of their own
+        self.folded: dict[int, set[bytes]] = {}
+        self.dbs: list[Any] = []
+        self.upsert_sql = STATE_UPSERT
 
     # ---- batches --------------------------------------------------------------
     def before(self, dirty: dict[tuple[int, bytes], Any], dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
@@ -87,6 +94,7 @@ class JobLayout:
         containers, marks the job hashes whose row changes dirty, and hands a container that breaks
         the invariants back to the generic layout (the journal then writes it whole)."""
         keys = list(dirty)
+        self.dbs = dbs
         owner = self.owner
         cont = self.cont
         touched: list[tuple[int, bytes]] = []
@@ -174,9 +182,52 @@ class JobLayout:
                 cur = o.get(k[1])
                 if cur is not None and type(dbs[k[0]].data.get(k[1])) is not Hash:
                     self._fallback((k[0], cur[0]), dbs, stored, dirty, touched)
+        self._locks(keys, dirty, dbs, append, touched)
         for t in touched:
             if t not in dirty:
                 dirty[t] = False
+
+    def _locks(self, keys: list[tuple[int, bytes]], dirty: dict[tuple[int, bytes], Any], dbs: list[Any],
+               append: Any, touched: list[tuple[int, bytes]]) -> None:
+        """A job's lock key ``<job key>:lock`` (a string with a TTL, set when the job goes active and
+        deleted when it finishes) is written into its job's row while the job is owned: the lock's
+        changes then cost no row of their own, as the job's row is rewritten in the same batch."""
+        owner = self.owner
+        folded = self.folded
+        for k in keys:
+            lk = k[1]
+            if not lk.endswith(_LOCK):
+                continue
+            dbi = k[0]
+            jk = lk[:-5]
+            fs = folded.get(dbi)
+            if fs is None:
+                fs = folded[dbi] = set()
+            val = dbs[dbi].data.get(lk)
+            o = owner.get(dbi)
+            if type(val) is bytes and o and jk in o:
+                if lk not in fs:
+                    fs.add(lk)
+                    if not dirty[k]:  # the store may hold a row of its own: it goes
+                        append((_KEY_DEL, k, False))
+                del dirty[k]
+                touched.append((dbi, jk))
+            elif lk in fs:
+                fs.discard(lk)
+                touched.append((dbi, jk))
+                if val is None:
+                    del dirty[k]  # it only lived in the job's row, rewritten without it
+        # a job no longer owned takes no lock with it: a lock it held gets a row of its own
+        for dbi, jk in touched:
+            fs = folded.get(dbi)
+            if fs:
+                lk = jk + _LOCK
+                if lk in fs:
+                    o = owner.get(dbi)
+                    if not o or jk not in o:
+                        fs.discard(lk)
+                        if lk in dbs[dbi].data:
+                            dirty[(dbi, lk)] = False
 
     def _consume(self, k: tuple[int, bytes], v: Any, rt: bytes, m: dict[Any, Any], prefix: bytes,
                  touched: list[tuple[int, bytes]]) -> list[tuple[float, bytes]]:
@@ -240,13 +291,21 @@ class JobLayout:
             return kup, []
         plain = []
         jobs = []
+        folded = self.folded
+        dbs = self.dbs
         for row in kup:
             o = owner.get(row[0])
             cur = o.get(row[1]) if o else None
             if cur is None:
                 plain.append(row)
+                continue
+            fs = folded.get(row[0])
+            lk = row[1] + _LOCK
+            if fs and lk in fs:
+                db = dbs[row[0]]
+                jobs.append((*row, cur[0], cur[1], db.data.get(lk), db.expires.get(lk)))
             else:
-                jobs.append((*row, cur[0], cur[1]))
+                jobs.append((*row, cur[0], cur[1], None, None))
         return plain, jobs
 
     def row_type(self, rt: bytes) -> str:
@@ -256,6 +315,7 @@ class JobLayout:
     # ---- databases ------------------------------------------------------------
     def flushed(self, dbi: int) -> None:
         self.owner.pop(dbi, None)
+        self.folded.pop(dbi, None)
         for k in [k for k in self.cont if k[0] == dbi]:
             del self.cont[k]
 
@@ -266,6 +326,12 @@ class JobLayout:
             self.owner[b] = oa
         if ob is not None:
             self.owner[a] = ob
+        fa = self.folded.pop(a, None)
+        fb = self.folded.pop(b, None)
+        if fa is not None:
+            self.folded[b] = fa
+        if fb is not None:
+            self.folded[a] = fb
         swap = {a: b, b: a}
         self.cont = {(swap.get(k[0], k[0]), k[1]): m for k, m in self.cont.items()}
 
@@ -328,6 +394,27 @@ class JobLayout:
             loaded += 1
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
+        # locks kept in their job's row
+        for dbi, key, lock, lock_ms in conn.execute("SELECT db, key, lock, lock_ms FROM keys WHERE lock IS NOT NULL"):
+            if not 0 <= dbi < ndb:
+                continue
+            jk = bytes(key)
+            lk = jk + _LOCK
+            db = dbs[dbi]
+            if lock_ms is not None and lock_ms <= now:
+                dirty.setdefault((dbi, jk), False)  # expired: the job's row is rewritten without it
+                continue
+            db.data[lk] = bytes(lock)
+            if lock_ms is not None:
+                db.expires[lk] = lock_ms
+                heapq.heappush(db.expire_heap, (lock_ms, lk))
+            o = self.owner.get(dbi)
+            if o and jk in o:
+                self.folded.setdefault(dbi, set()).add(lk)
+            else:  # its job is not kept as a job row any more: the lock gets a row of its own
+                dirty[(dbi, lk)] = False
+                dirty.setdefault((dbi, jk), False)
+        self.dbs = dbs
         # generic state containers (written by schema version 4, or fallen back): rewrite them, as
         # job rows where they qualify, in the first batch
         for dbi, key in conn.execute("SELECT db, key FROM keys WHERE type IN ('list', 'zset')"):

@@ -40,10 +40,6 @@ def s64(u: int) -> int:
 
 _KEY_UPSERT = "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value) VALUES(?,?,?,?,?,?)"
 _KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
-# a keys row with the state columns (schema version 5): a job hash kept as a job row
-_STATE_UPSERT = (
-    "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score) VALUES(?,?,?,?,?,?,?,?)"
-)
 _JOBS = b"jobs"  # stored[k] of a container kept as job rows by the layout
 _ELEM_DEL_ALL = {rt: f"DELETE FROM {t} WHERE db=? AND key=?" for rt, t in ELEMENT_TABLES.items()}  # noqa: S608
 _UPSERT = {
@@ -475,7 +471,7 @@ class Journal:
             if layout is not None:
                 kup, jobs = layout.stamp(kup)
                 if jobs:
-                    append((_STATE_UPSERT, jobs, True))
+                    append((layout.upsert_sql, jobs, True))
             if kup:
                 append((_KEY_UPSERT, kup, True))
 

@@ -74,11 +74,14 @@ _SCHEMA_V4 = [
 ]
 
 # version 5: a keys row may carry a state and a score (a BullMQ job kept as one row, its state
-# containers rebuilt from those rows: compat/engine/layout.py); NULL for every other row, so a
+# containers rebuilt from those rows: compat/engine/layout.py) and its lock key's value and expiry
+# (lock, lock_ms: the job's `<job key>:lock`, then without a row of its own); NULL for every other row, so a
 # version 4 store is valid as it is (its containers are rewritten as job rows when first written)
 _SCHEMA_V5 = [
     "ALTER TABLE keys ADD COLUMN state BLOB",
     "ALTER TABLE keys ADD COLUMN score REAL",
+    "ALTER TABLE keys ADD COLUMN lock BLOB",
+    "ALTER TABLE keys ADD COLUMN lock_ms INTEGER",
 ]
 
 # version -> statements that bring a store from version-1 to version
