@@ -36,6 +36,13 @@ def rows(node: Node, sql: str, *args: Any) -> list[Any]:
         conn.close()
 
 
+def wait_gone(r: redis.Redis, key: str) -> None:
+    deadline = time.monotonic() + 30
+    while r.exists(key):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
 def job(r: redis.Redis, q: str, i: int) -> None:
     r.hset(f"bull:{q}:{i}", mapping={"name": "j", "data": f'{{"i":{i}}}', "timestamp": str(1000 + i)})
 
@@ -158,15 +165,14 @@ def test_broken_invariants_fall_back_to_generic_rows(node: Node, case: str) -> N
         r.delete("bull:q:3")
         r.set("bull:q:3", "a string")
     elif case == "hash-expires":
-        r.pexpire("bull:q:5", 1500)
+        r.pexpire("bull:q:5", 6000)
         r.pexpire("bull:q:completed", 100_000)
         r.save()
         node.restart(signal.SIGKILL)
         r = node.r
-        assert 0 < r.pttl("bull:q:5") <= 1500
+        assert r.pttl("bull:q:5") > 0  # (unless the machine took 6 s to restart)
         assert r.zrange("bull:q:completed", 0, -1) == [b"4", b"5"]
-        time.sleep(1.6)
-        assert r.exists("bull:q:5") == 0
+        wait_gone(r, "bull:q:5")
     elif case == "renamed-job":
         r.rename("bull:q:1", "bull:q:99")
     elif case == "flush":
@@ -280,12 +286,11 @@ def test_locks_live_in_their_jobs_row(node: Node) -> None:
     r.set("bull:q:5:lock", "x", px=200)  # expires while folded? job 5 is in no container: its own row
     r.save()
     assert rows(node, "SELECT key FROM keys WHERE key = CAST('bull:q:4:lock' AS BLOB)") == []
-    r.set("bull:q:1:lock", "short", px=1500)
+    r.set("bull:q:1:lock", "short", px=6000)
     r.save()
     node.restart(signal.SIGKILL)
     r = node.r
     assert r.get("bull:q:1:lock") == b"short"
-    time.sleep(1.6)
-    assert r.get("bull:q:1:lock") is None
+    wait_gone(r, "bull:q:1:lock")
     check_restart(node)
     assert node.r.get("bull:q:1:lock") is None and node.r.get("bull:q:4:lock") == b"tok4b"

@@ -93,16 +93,27 @@ class JobLayout:
         """Called with a batch's dirty keys before they become rows: moves ownership of jobs between
         containers, marks the job hashes whose row changes dirty, and hands a container that breaks
         the invariants back to the generic layout (the journal then writes it whole)."""
-        keys = list(dirty)
         self.dbs = dbs
         owner = self.owner
         cont = self.cont
         touched: list[tuple[int, bytes]] = []
         adds: list[tuple[tuple[int, bytes], Any, bytes, list[tuple[float, bytes]]]] = []
-        for k in keys:
-            dbi, ckey = k
-            if not ckey.endswith(_SUFFIXES):
+        # one pass sorts the batch's keys: state containers, lock keys, owned job hashes
+        cands: list[tuple[int, bytes]] = []
+        locks: list[tuple[int, bytes]] = []
+        owned: list[tuple[int, bytes]] = []
+        for k in dirty:
+            key = k[1]
+            if key.endswith(_SUFFIXES):
+                cands.append(k)
                 continue
+            if key.endswith(_LOCK):
+                locks.append(k)
+            o = owner.get(k[0])
+            if o and key in o:
+                owned.append(k)
+        for k in cands:
+            dbi, ckey = k
             prefix = ckey[: ckey.rindex(b":") + 1]
             v = dbs[dbi].data.get(ckey)
             rt = None if v is None or type(v) is bytes else v.rtype
@@ -176,28 +187,27 @@ class JobLayout:
                     o[jk] = (ckey, s)
                     touched.append((dbi, jk))
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
-        for k in keys:
+        for k in owned:
             o = owner.get(k[0])
             if o:
                 cur = o.get(k[1])
                 if cur is not None and type(dbs[k[0]].data.get(k[1])) is not Hash:
                     self._fallback((k[0], cur[0]), dbs, stored, dirty, touched)
-        self._locks(keys, dirty, dbs, append, touched)
+        if locks or self.folded:
+            self._locks(locks, dirty, dbs, append, touched)
         for t in touched:
             if t not in dirty:
                 dirty[t] = False
 
-    def _locks(self, keys: list[tuple[int, bytes]], dirty: dict[tuple[int, bytes], Any], dbs: list[Any],
+    def _locks(self, locks: list[tuple[int, bytes]], dirty: dict[tuple[int, bytes], Any], dbs: list[Any],
                append: Any, touched: list[tuple[int, bytes]]) -> None:
         """A job's lock key ``<job key>:lock`` (a string with a TTL, set when the job goes active and
         deleted when it finishes) is written into its job's row while the job is owned: the lock's
         changes then cost no row of their own, as the job's row is rewritten in the same batch."""
         owner = self.owner
         folded = self.folded
-        for k in keys:
+        for k in locks:
             lk = k[1]
-            if not lk.endswith(_LOCK):
-                continue
             dbi = k[0]
             jk = lk[:-5]
             fs = folded.get(dbi)
