@@ -355,30 +355,40 @@ class JobLayout:
         now = mstime()
         ndb = len(dbs)
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
+        generic: list[tuple[int, bytes]] = []
         for dbi, key, typ, exp in conn.execute(
-                "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset')"):
+                "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset', 'list', 'zset')"):
             if not 0 <= dbi < ndb:
                 continue
             k = (dbi, bytes(key))
-            if exp is not None and exp <= now:
+            if typ == "list" or typ == "zset":
+                if k[1].endswith(_SUFFIXES):
+                    generic.append(k)
+            elif exp is not None and exp <= now:
                 dirty[k] = None  # expired: its keys row goes, and its members' rows are rewritten
-                continue
-            conts[k] = (typ, exp)
+            else:
+                conts[k] = (typ, exp)
         loaded = 0
-        cur = conn.execute("SELECT db, state, score, key FROM keys WHERE state IS NOT NULL ORDER BY db, state, score, key")
-        for (dbi, state), grp in groupby(cur, _DB_STATE):
-            rows = list(grp)
+        # one scan; sorted here (in the primary key's order they are nearly sorted already: cheaper
+        # than SQLite's sorter). A job's lock (lock, lock_ms) is only ever written in an owned row.
+        rows = conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL").fetchall()
+        rows.sort()
+        locked = []
+        for (dbi, state), grp in groupby(rows, _DB_STATE):
+            group = list(grp)
             k = (dbi, bytes(state))
-            meta = conts.pop(k, None)
+            meta = conts.pop(k, None) if 0 <= dbi < ndb else None
             if meta is None:
                 # a state naming no job-row container (it expired): rewrite those rows without it
-                for r in rows:
+                for r in group:
                     dirty.setdefault((dbi, r[3]), False)
+                    if r[4] is not None:
+                        locked.append(r)
                 continue
             ckey = k[1]
             plen = ckey.rindex(b":") + 1
-            scores = [r[2] for r in rows]
-            jks = [r[3] for r in rows]
+            scores = [r[2] for r in group]
+            jks = [r[3] for r in group]
             members = [jk[plen:] for jk in jks]
             db = dbs[dbi]
             o = self.owner.get(dbi)
@@ -402,18 +412,19 @@ class JobLayout:
                 db.expires[ckey] = meta[1]
                 heapq.heappush(db.expire_heap, (meta[1], ckey))
             loaded += 1
+            locked.extend([r for r in group if r[4] is not None])
+        del rows
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
         # locks kept in their job's row
-        for dbi, key, lock, lock_ms in conn.execute("SELECT db, key, lock, lock_ms FROM keys WHERE lock IS NOT NULL"):
+        for dbi, _state, _score, jk, lock, lock_ms in locked:
             if not 0 <= dbi < ndb:
                 continue
-            jk = bytes(key)
-            lk = jk + _LOCK
-            db = dbs[dbi]
             if lock_ms is not None and lock_ms <= now:
                 dirty.setdefault((dbi, jk), False)  # expired: the job's row is rewritten without it
                 continue
+            lk = jk + _LOCK
+            db = dbs[dbi]
             db.data[lk] = bytes(lock)
             if lock_ms is not None:
                 db.expires[lk] = lock_ms
@@ -427,15 +438,11 @@ class JobLayout:
         self.dbs = dbs
         # generic state containers (written by schema version 4, or fallen back): rewrite them, as
         # job rows where they qualify, in the first batch
-        for dbi, key in conn.execute("SELECT db, key FROM keys WHERE type IN ('list', 'zset')"):
-            if not 0 <= dbi < ndb:
-                continue
-            key = bytes(key)
-            if key.endswith(_SUFFIXES):
-                v = dbs[dbi].data.get(key)
-                if v is not None and type(v) is not bytes:
-                    v._jkey = None
-                    dirty.setdefault((dbi, key), False)
+        for k in generic:
+            v = dbs[k[0]].data.get(k[1])
+            if v is not None and type(v) is not bytes:
+                v._jkey = None
+                dirty.setdefault(k, False)
         return loaded
 
 
