@@ -150,11 +150,23 @@ class Store:
         self.lock()
         self._wait_for_old_writer()
         try:
+            if os.path.exists(self.path):
+                # never a fresh schema on top of an existing file: an empty file or another
+                # SQLite database is not a store to start empty from (Redis aborts on a 0-byte dump)
+                not_a_store(self.path)
+            else:
+                create_store(self.path)
             self.conn = open_connection(self.path, self.synchronous)
             migrate(self.conn, self.path)
         except sqlite3.DatabaseError as e:
             self.unlock()
             raise StoreError(f"cannot open the store {self.path}: {e}; {remedy(self.path)}") from None
+        except StoreError:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
@@ -347,6 +359,59 @@ class Store:
             src.close()
 
 
+def empty_store(path: str) -> str:
+    return (f"the store {path} is an empty file (0 bytes), not a respqueue store; refusing to start on it. "
+            f"If it should hold your data, restore it from a backup; {remedy(path)}; "
+            f"or remove the file to start with an empty store")
+
+
+def foreign_store(path: str) -> str:
+    return (f"the store {path} is a SQLite database but not a respqueue store (it has no schema_version); "
+            f"refusing to start on it. Point --dir at the right directory, {remedy(path)}, "
+            f"or remove the file to start with an empty store")
+
+
+def not_a_store(path: str) -> None:
+    """StoreError when the existing file ``path`` is empty (SQLite would take it for a new database) or
+    a SQLite database without respqueue's schema; read only, so the file is left as it is."""
+    if os.path.getsize(path) == 0:
+        raise StoreError(empty_store(path))
+    conn = sqlite3.connect(path)  # reads only (no pragma that would convert the file)
+    try:
+        v = schema_version(conn)
+    finally:
+        conn.close()
+    if v == 0:
+        raise StoreError(foreign_store(path))
+
+
+def create_store(path: str) -> None:
+    """A new store at ``path``, created under a temporary name and renamed into place once its schema
+    is committed: a crash while creating it never leaves an empty or schema-less file at ``path``
+    (which the next start would refuse, see :func:`not_a_store`)."""
+    tmp = path + ".new"
+    for p in (tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"):
+        if os.path.exists(p):
+            os.unlink(p)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        migrate(conn, tmp)
+    finally:
+        conn.close()
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def schema_version(conn: sqlite3.Connection) -> int:
     t = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
     if t is None:
@@ -382,6 +447,8 @@ def check(directory: str) -> tuple[bool, str]:
     path = os.path.join(directory, DB_FILE)
     if not os.path.exists(path):
         return False, f"{path}: no store here"
+    if os.path.getsize(path) == 0:
+        return False, f"{path}: an empty file (0 bytes), not a respqueue store; restore it from a backup or remove it"
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -396,6 +463,8 @@ def check(directory: str) -> tuple[bool, str]:
         return False, f"{path}: integrity check failed: {'; '.join(res[:10])}; run `respqueue repair --dir {directory}`"
     if v > SCHEMA_VERSION:
         return False, f"{path}: schema version {v} is newer than supported ({SCHEMA_VERSION})"
+    if v == 0:
+        return False, f"{path}: a SQLite database but not a respqueue store (no schema_version)"
     return True, f"{path}: ok (schema version {v}, {nkeys} keys)"
 
 
