@@ -144,6 +144,13 @@ class Journal:
         # rows appended to the open batch besides the keyspace's (job history): sql -> params
         self.row_ops: dict[str, list[Any]] = {}
         self.batch_hooks: list[Any] = []  # called before a batch is built
+        # durable mode: the keys of the batch being built (dicts taken from ``dirty``) and whether it
+        # flushed or swapped a database; those of the batch in flight (rolled back if it fails)
+        self.batch_keys: list[dict[tuple[int, bytes], Any]] = []
+        self.batch_whole = False
+        self.inflight_keys: list[dict[tuple[int, bytes], Any]] = []
+        self.inflight_whole = False
+        self.rollbacks = 0
         self.close_hooks: list[Any] = []  # called when the journal closes
 
     def start(self) -> None:
@@ -165,6 +172,7 @@ class Journal:
 
     def db_flushed(self, db: Database) -> None:
         self._materialize(self.pending)
+        self.batch_whole = True
         i = db.index
         for t in ALL_TABLES:
             self.pending.append((f"DELETE FROM {t} WHERE db=?", (i,), False))  # noqa: S608
@@ -175,6 +183,7 @@ class Journal:
 
     def dbs_swapped(self, a: Database, b: Database) -> None:
         self._materialize(self.pending)
+        self.batch_whole = True
         ia, ib = a.index, b.index
         for t in ALL_TABLES:
             self.pending.append((f"UPDATE {t} SET db=-1 WHERE db=?", (ia,), False))  # noqa: S608
@@ -268,6 +277,10 @@ class Journal:
         self.busy = True
         self.inflight = (bid, ops, self.changes)
         self.changes = 0
+        self.inflight_keys = self.batch_keys
+        self.inflight_whole = self.batch_whole
+        self.batch_keys = []
+        self.batch_whole = False
         self.store.submit(bid, ops)
 
     def poll(self) -> None:
@@ -288,10 +301,19 @@ class Journal:
             if server.write_refused is None:
                 log.error("cannot write to the store %s: %s; refusing writes until it recovers", self.store.path, msg)
             server.write_refused = RedisError(MISCONF.format(path=self.store.path, err=msg))
-            self.failed_ops = inflight[1] if inflight else []
-            if inflight is not None:
-                self.changes += inflight[2]
-            self._release(bid, server.write_refused)
+            if self.durable:
+                # the writes of this batch, and those made since, were or will be answered MISCONF:
+                # put their keys back to what the store holds, and retry only to learn when the
+                # store is writable again
+                self._rollback()
+                self.failed_ops = []
+                self._release(self.open_id, server.write_refused)
+            else:
+                # buffered: these writes were acknowledged; they stay and the retry commits them
+                self.failed_ops = inflight[1] if inflight else []
+                if inflight is not None:
+                    self.changes += inflight[2]
+                self._release(bid, server.write_refused)
             self._notify_idle()
             assert self.loop is not None
             self.loop.call_later(1.0, self._retry)
@@ -322,9 +344,49 @@ class Journal:
         self.failed_ops = None
         ops = ops + self.pending
         self.pending = []
+        if self.durable:
+            # a row written whatever else the batch holds: a full disk fails it
+            ops.append(("INSERT OR REPLACE INTO meta(name, value) VALUES('last_write_check', ?)",
+                        (str(int(time.time() * 1000)),), False))
         self._materialize(ops)
         self._take_rows(ops)
         self._submit(ops)
+
+    def _rollback(self) -> None:
+        """Durable mode, a commit failed: the keys changed by the failed batch and since go back to
+        their committed values (see rollback.py); the open batch's rows are dropped. If the store
+        cannot even be read, the server stops rather than serve data it told clients it did not write."""
+        from .rollback import restore
+
+        whole = self.inflight_whole or self.batch_whole
+        keys: set[tuple[int, bytes]] = set()
+        for d in self.inflight_keys:
+            keys.update(d)
+        for d in self.batch_keys:
+            keys.update(d)
+        keys.update(self.dirty)
+        self.inflight_keys = []
+        self.batch_keys = []
+        self.inflight_whole = self.batch_whole = False
+        self.dirty = {}
+        self.pending = []
+        self.row_ops = {}
+        self.changes = 0
+        if not keys and not whole:
+            return
+        t0 = time.perf_counter()
+        try:
+            n = restore(self.server, self, None if whole else keys)
+        except Exception as e:  # noqa: BLE001 - cannot reconcile: stop (the store is the truth)
+            log.critical("cannot read back the store %s after a failed commit (%s): stopping, so that no "
+                         "client reads data it was told was not written; restart once the store is readable",
+                         self.store.path, e)
+            import os
+
+            os._exit(70)
+        self.rollbacks += 1
+        log.warning("failed commit: %s keys put back to their values in the store (%d present), %.1f ms",
+                    "all" if whole else len(keys), n, (time.perf_counter() - t0) * 1000)
 
     def _release(self, bid: int, error: RedisError | None) -> None:
         errb = None if error is None else b"-" + error.msg + b"\r\n"
@@ -375,6 +437,8 @@ class Journal:
             return
         dirty = self.dirty
         self.dirty = {}
+        if self.durable:
+            self.batch_keys.append(dirty)
         dbs = self.server.dbs
         stored = self.stored
         ver = self.open_id
