@@ -21,6 +21,7 @@ from ..types.list import List
 from ..types.set import Set
 from ..types.stream import Consumer, Group, Nack, Stream
 from ..types.zset import ZSet
+from .store import STRING_CHUNK
 
 _KEY = itemgetter(0, 1)
 _FIRST = itemgetter(0)
@@ -70,7 +71,8 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     for dbi, db in enumerate(dbs):
         before = len(db.data)
         db.data.update(conn.execute(
-            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'", (dbi,)))
+            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'"
+            " AND typeof(value) <> 'integer'", (dbi,)))
         loaded += len(db.data) - before
     # small hashes are one row each (keys.value, see journal.COMPACT_MAX_FIELDS): built in bulk too
     for dbi, db in enumerate(dbs):
@@ -90,8 +92,32 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
         (ndb,)).fetchall()
     metas.update(zip(map(_KEY, rows), map(_TYPE_VALUE, rows), strict=True))
     del rows
+    # strings stored in chunks (schema version 5; keys.value holds the length): reassembled from their
+    # chunks, the missing ones being zero bytes
+    for dbi, key, exp, n in conn.execute(
+        "SELECT db, key, expire_ms, value FROM keys WHERE type = 'string' AND typeof(value) = 'integer'"
+        " AND db >= 0 AND db < ?", (ndb,)
+    ).fetchall():
+        k = (dbi, key)
+        stored[k] = b"string"
+        if exp is not None and exp <= now:
+            expired.append(k)
+            continue
+        buf = bytearray(n)
+        for idx, data in conn.execute("SELECT idx, data FROM string_chunks WHERE db = ? AND key = ?", k):
+            off = idx * STRING_CHUNK
+            if off < n:
+                buf[off:off + len(data)] = data if off + len(data) <= n else data[:n - off]
+        db = dbs[dbi]
+        db.data[key] = bytes(buf)
+        del buf
+        if exp is not None:
+            db.expires[key] = exp
+            db.expire_heap.append((exp, key))
+        loaded += 1
     for dbi, key, typ, exp, value in conn.execute(
-        "SELECT db, key, type, expire_ms, value FROM keys WHERE expire_ms IS NOT NULL AND db >= 0 AND db < ?", (ndb,)
+        "SELECT db, key, type, expire_ms, value FROM keys WHERE expire_ms IS NOT NULL AND db >= 0 AND db < ?"
+        " AND NOT (type = 'string' AND typeof(value) = 'integer')", (ndb,)
     ):
         if exp <= now:
             expired.append((dbi, key))

@@ -64,6 +64,7 @@ def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None) -> i
     shadows, stored, expired = read_keys(journal.store.path, len(dbs), keys)
     if keys is None:
         journal.stored = stored
+        journal.str_written = {}
         for db, sh in zip(dbs, shadows, strict=True):
             db.data.clear()
             db.data.update(sh.data)
@@ -86,6 +87,7 @@ def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None) -> i
             sh = shadows[dbi]
             v = sh.data.get(key)
             jstored.pop(k, None)
+            journal.str_written.pop(k, None)
             if k in stored:
                 jstored[k] = stored[k]
             if v is None:
@@ -107,6 +109,7 @@ def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None) -> i
                         c.dirty_cas = True
             if v is not None and db.blocking and key in db.blocking:
                 server.ready_keys[k] = None
+    journal.adopt_strings(list(journal.stored) if keys is None else keys)
     for k in expired:  # expired in the store: deleted from it by the next batch
         journal.dirty[k] = None
     return n

@@ -23,7 +23,7 @@ from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
 from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
-from .writer import frame as writer_frame
+from .writer import frame_parts as writer_frame_parts
 from .writer import unpack as unpack_frame
 
 writer_script = _writer.__file__
@@ -33,7 +33,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -44,7 +44,12 @@ ELEMENT_TABLES: dict[bytes, str] = {
     b"zset": "zset_members",
     b"list": "list_items",
     b"stream": "stream_chunks",
+    b"string": "string_chunks",
 }
+# a string longer than this is stored in chunks of this size (schema version 5), string_chunks rows
+# keyed by (db, key, idx), idx the chunk's number (offset idx * STRING_CHUNK); keys.value holds the
+# length (an INTEGER), and a chunk of zero bytes has no row (SETRANGE far past the end writes one row)
+STRING_CHUNK = 65536
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID",
@@ -73,14 +78,22 @@ _SCHEMA_V4 = [
     " seq INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
 ]
 
+# version 5: a string longer than STRING_CHUNK is stored in chunks (keys.value = its length, an
+# INTEGER); shorter ones, and every string of an earlier version, stay one row (keys.value = the value)
+_SCHEMA_V5 = [
+    "CREATE TABLE IF NOT EXISTS string_chunks(db INTEGER NOT NULL, key BLOB NOT NULL, idx INTEGER NOT NULL,"
+    " data BLOB NOT NULL, PRIMARY KEY(db, key, idx)) WITHOUT ROWID",
+]
+
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
-_LATER_TABLES = ("stream_chunks",)  # keyspace tables that stores of an earlier schema version lack
-ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries")
+_LATER_TABLES = ("stream_chunks", "string_chunks")  # keyspace tables that stores of an earlier schema version lack
+ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries",
+              "string_chunks")
 
 
 class StoreError(Exception):
@@ -218,13 +231,15 @@ class Store:
             child = self._child
         assert child is not None and child.stdin is not None
         try:
-            data = writer_frame([batch_id, ops])
+            head, data = writer_frame_parts([batch_id, ops])
         except Exception as e:  # noqa: BLE001 - a value msgpack cannot carry: the batch fails, visibly
             assert self._done is not None
             self._done(batch_id, StoreWriteError(f"cannot hand the batch to the writer ({e})"), 0.0)
             return
         self._inflight = batch_id
         try:
+            # header and payload written apart: a big batch (a large string's chunks) is not copied again
+            child.stdin.write(head)
             child.stdin.write(data)
             child.stdin.flush()
         except (OSError, ValueError) as e:
