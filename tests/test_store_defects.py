@@ -415,3 +415,30 @@ def test_failed_append_to_a_chunked_string_is_rolled_back(node: Node) -> None:
     assert r.append("big", b"kept") == len(base) + 4
     node.restart(signal.SIGKILL)
     assert node.r.get("big") == base + b"kept"
+
+
+def test_failed_flushall_and_swapdb_are_rolled_back(node: Node) -> None:
+    r = node.r
+    r.set("a", "1")
+    r.hset("h", mapping={f"f{i}": i for i in range(200)})  # field rows (a hashtable hash)
+    r.execute_command("SELECT", 1)
+    r.rpush("l1", "x", "y")
+    r.execute_command("SELECT", 0)
+    before = (r.get("a"), r.hgetall("h"))
+    lock = _Locked(node.datadir)
+    with pytest.raises(redis.ResponseError, match="^MISCONF"):
+        r.flushall()
+    assert (r.get("a"), r.hgetall("h")) == before
+    lock.release()
+    _wait_writable(r)
+    lock = _Locked(node.datadir)
+    with pytest.raises(redis.ResponseError, match="^MISCONF"):
+        r.swapdb(0, 1)
+    assert (r.get("a"), r.hgetall("h")) == before and r.lrange("l1", 0, -1) == []
+    lock.release()
+    _wait_writable(r)
+    r.hset("h", "f0", "changed")
+    node.restart(signal.SIGKILL)
+    assert node.r.get("a") == b"1" and node.r.hget("h", "f0") == b"changed" and node.r.hlen("h") == 200
+    node.r.execute_command("SELECT", 1)
+    assert node.r.lrange("l1", 0, -1) == [b"x", b"y"]
