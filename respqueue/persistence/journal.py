@@ -166,19 +166,22 @@ class Journal:
         self.close_hooks: list[Any] = []  # called when the journal closes
 
     def start(self) -> None:
-        self.adopt_strings(self.stored)
+        self.adopt_strings(None)
         self.loop = asyncio.get_running_loop()
         self.store.start_writer(self._done, self.loop)
         if self.dirty:  # keys found expired at load: delete them from the file
             self._schedule()
 
     def adopt_strings(self, keys: Any) -> None:
-        """The chunked strings among ``keys`` just loaded from the store: their values are what the
-        store holds (so a later APPEND/SETRANGE writes only the chunks it changes)."""
+        """The chunked strings among ``keys`` (None: all keys) just loaded from the store: their values
+        are what the store holds (so a later APPEND/SETRANGE writes only the chunks it changes)."""
         dbs = self.server.dbs
         sw = self.str_written
+        stored = self.stored
+        if keys is None:
+            keys = [k for k, t in stored.items() if t == _STRING]
         for k in keys:
-            if self.stored.get(k) == _STRING:
+            if stored.get(k) == _STRING:
                 v = dbs[k[0]].data.get(k[1])
                 if type(v) is bytes:
                     sw[k] = v

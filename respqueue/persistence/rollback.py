@@ -109,7 +109,7 @@ def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None) -> i
                         c.dirty_cas = True
             if v is not None and db.blocking and key in db.blocking:
                 server.ready_keys[k] = None
-    journal.adopt_strings(list(journal.stored) if keys is None else keys)
+    journal.adopt_strings(keys)
     for k in expired:  # expired in the store: deleted from it by the next batch
         journal.dirty[k] = None
     return n
