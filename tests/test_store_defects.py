@@ -444,3 +444,23 @@ def test_failed_flushall_and_swapdb_are_rolled_back(node: Node) -> None:
     assert node.r.get("a") == b"1" and node.r.hget("h", "f0") == b"changed" and node.r.hlen("h") == 200
     node.r.execute_command("SELECT", 1)
     assert node.r.lrange("l1", 0, -1) == [b"x", b"y"]
+
+
+def test_blocked_pop_served_by_a_failed_push_is_told_it_failed(node: Node) -> None:
+    """A BLPOP woken by a push whose commit fails took an item that is then put back: its reply is
+    the MISCONF error, never the item (which would be delivered twice)."""
+    r = node.r
+    waiter = RawConn(node.proc.port)
+    waiter.send("BLPOP", "q", "10")
+    time.sleep(0.3)
+    lock = _Locked(node.datadir)
+    with pytest.raises(redis.ResponseError, match="^MISCONF"):
+        r.rpush("q", "job")
+    assert waiter.read_raw().startswith(b"-MISCONF")
+    waiter.close()
+    assert r.llen("q") == 0
+    lock.release()
+    _wait_writable(r)
+    r.rpush("q", "job2")
+    node.restart(signal.SIGKILL)
+    assert node.r.lrange("q", 0, -1) == [b"job2"]
