@@ -464,3 +464,48 @@ def test_blocked_pop_served_by_a_failed_push_is_told_it_failed(node: Node) -> No
     r.rpush("q", "job2")
     node.restart(signal.SIGKILL)
     assert node.r.lrange("q", 0, -1) == [b"job2"]
+
+
+def test_random_large_string_ops_survive_restarts_like_redis(node: Node, ref: redis.Redis) -> None:
+    """Random APPEND/SETRANGE/SET/DEL/RENAME/COPY/EXPIRE on a few keys around the chunk threshold,
+    pipelined so that several land in one batch; after each restart every value equals Redis's."""
+    rng = random.Random(int(os.environ.get("RQ_SEED", "2024")))
+    C = STRING_CHUNK
+    keys = ["k0", "k1", "k2"]
+
+    def op() -> tuple[Any, ...]:
+        k = rng.choice(keys)
+        x = rng.random()
+        if x < 0.3:
+            return ("APPEND", k, bytes([rng.randrange(1, 256)]) * rng.choice([1, 10, 5000, C]))
+        if x < 0.6:
+            off = rng.choice([0, 5, C - 1, C, 2 * C + 3, rng.randrange(0, 5 * C)])
+            return ("SETRANGE", k, off, rng.choice([b"\x00" * 100, b"abc", bytes([rng.randrange(256)]) * 3000]))
+        if x < 0.7:
+            return ("SET", k, b"s" * rng.choice([10, C - 5, C + 5, 3 * C]))
+        if x < 0.78:
+            return ("DEL", k)
+        if x < 0.86:
+            return ("RENAME", k, rng.choice(keys)) if r_exists(k) else ("EXISTS", k)
+        if x < 0.93:
+            return ("COPY", k, rng.choice(keys), "REPLACE")
+        return ("EXPIRE", k, 100000)
+
+    def r_exists(k: str) -> bool:
+        return bool(ref.exists(k))
+
+    for _round in range(3):
+        for _ in range(12):
+            ops = [op() for _ in range(rng.randint(1, 4))]
+            pa = node.r.pipeline(transaction=False)
+            pb = ref.pipeline(transaction=False)
+            for o in ops:
+                pa.execute_command(*o)
+                pb.execute_command(*o)
+            a = pa.execute(raise_on_error=False)
+            b = pb.execute(raise_on_error=False)
+            assert [str(x) for x in a] == [str(x) for x in b], ops
+        want = [(k, ref.get(k), ref.ttl(k) > 0) for k in keys]
+        assert [(k, node.r.get(k), node.r.ttl(k) > 0) for k in keys] == want
+        node.restart(signal.SIGKILL)
+        assert [(k, node.r.get(k), node.r.ttl(k) > 0) for k in keys] == want
