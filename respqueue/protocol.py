@@ -453,7 +453,8 @@ class ClientConnection(asyncio.Protocol, Client):
 
     def release_held(self, committed: int, error: bytes | None) -> bool:
         """Write the held output whose batch has committed (batch ``committed``);
-        with ``error`` that batch failed and its write replies become the error.
+        with ``error`` the batches up to ``committed`` failed (durable mode rolls back the one
+        after the failed one too) and their write replies become the error.
         True when nothing is held any more."""
         held = self.held
         if held is None:

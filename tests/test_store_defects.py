@@ -509,3 +509,16 @@ def test_random_large_string_ops_survive_restarts_like_redis(node: Node, ref: re
         assert [(k, node.r.get(k), node.r.ttl(k) > 0) for k in keys] == want
         node.restart(signal.SIGKILL)
         assert [(k, node.r.get(k), node.r.ttl(k) > 0) for k in keys] == want
+
+
+def test_chunked_string_expired_while_stopped_is_dropped_with_its_chunks(node: Node) -> None:
+    node.r.set("gone", b"z" * (3 * STRING_CHUNK), px=1500)
+    node.r.set("kept", b"k" * (3 * STRING_CHUNK), ex=1000)
+    node.stop()
+    time.sleep(2)
+    node.start()
+    assert node.r.get("gone") is None and node.r.strlen("kept") == 3 * STRING_CHUNK
+    node.r.save()
+    assert _rows(node, "SELECT count(*) FROM string_chunks WHERE key = CAST('gone' AS BLOB)") == [(0,)]
+    assert _rows(node, "SELECT count(*) FROM keys WHERE key = CAST('gone' AS BLOB)") == [(0,)]
+    assert _rows(node, "SELECT count(*) FROM string_chunks WHERE key = CAST('kept' AS BLOB)") == [(3,)]

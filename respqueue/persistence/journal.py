@@ -157,7 +157,6 @@ class Journal:
         self.batch_whole = False
         self.inflight_keys: list[dict[tuple[int, bytes], Any]] = []
         self.inflight_whole = False
-        self.rollbacks = 0
         # chunked strings: (db, key) -> the value object whose content the store's chunks hold (as of
         # the batches handed over), and the byte range [lo, hi) by which the key's value differs from
         # it through APPEND/SETRANGE in the open batch, with the value that range leads to
@@ -205,7 +204,6 @@ class Journal:
             ranges[k] = (lo, hi, new, True)
         elif self.str_written.get(k) is old:
             ranges[k] = (lo, hi, new, False)
-
 
     def key_changed(self, db: Database, key: bytes, created: bool = False) -> None:
         self.dirty.setdefault((db.index, key), created)
@@ -434,7 +432,6 @@ class Journal:
             import os
 
             os._exit(70)
-        self.rollbacks += 1
         log.warning("failed commit: %s keys put back to their values in the store (%d present), %.1f ms",
                     "all" if whole else len(keys), n, (time.perf_counter() - t0) * 1000)
 

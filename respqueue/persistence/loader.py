@@ -86,52 +86,42 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
                 break
             db.data.update(zip(map(_FIRST, rows), map(_from_blob, map(_SECOND, rows)), strict=True))
         loaded += len(db.data) - before
+    # (this scan also finds the strings stored in chunks, schema version 5: keys.value holds their
+    # length, an INTEGER; no scan of its own)
     rows = conn.execute(
-        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND type <> 'string'"
-        " AND (type <> 'hash' OR value IS NULL) AND db >= 0 AND db < ?",
+        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND db >= 0 AND db < ? AND"
+        " ((type <> 'string' AND (type <> 'hash' OR value IS NULL)) OR (type = 'string' AND typeof(value) = 'integer'))",
         (ndb,)).fetchall()
     metas.update(zip(map(_KEY, rows), map(_TYPE_VALUE, rows), strict=True))
     del rows
-    # strings stored in chunks (schema version 5; keys.value holds the length): reassembled from their
-    # chunks, the missing ones being zero bytes
-    for dbi, key, exp, n in conn.execute(
-        "SELECT db, key, expire_ms, value FROM keys WHERE type = 'string' AND typeof(value) = 'integer'"
-        " AND db >= 0 AND db < ?", (ndb,)
-    ).fetchall():
-        k = (dbi, key)
-        stored[k] = b"string"
-        if exp is not None and exp <= now:
-            expired.append(k)
-            continue
-        buf = bytearray(n)
-        for idx, data in conn.execute("SELECT idx, data FROM string_chunks WHERE db = ? AND key = ?", k):
-            off = idx * STRING_CHUNK
-            if off < n:
-                buf[off:off + len(data)] = data if off + len(data) <= n else data[:n - off]
-        db = dbs[dbi]
-        db.data[key] = bytes(buf)
-        del buf
-        if exp is not None:
-            db.expires[key] = exp
-            db.expire_heap.append((exp, key))
-        loaded += 1
     for dbi, key, typ, exp, value in conn.execute(
-        "SELECT db, key, type, expire_ms, value FROM keys WHERE expire_ms IS NOT NULL AND db >= 0 AND db < ?"
-        " AND NOT (type = 'string' AND typeof(value) = 'integer')", (ndb,)
+        "SELECT db, key, type, expire_ms, value FROM keys WHERE expire_ms IS NOT NULL AND db >= 0 AND db < ?", (ndb,)
     ):
         if exp <= now:
             expired.append((dbi, key))
-            if typ != "string":
+            if typ != "string" or type(value) is int:
                 stored[(dbi, key)] = typ.encode()
             continue
         db = dbs[dbi]
         db.expires[key] = exp
         db.expire_heap.append((exp, key))
-        if typ == "string":
+        if typ == "string" and type(value) is not int:
             db.data[key] = bytes(value)
             loaded += 1
         else:
             metas[(dbi, key)] = (typ, value)
+    # strings stored in chunks: reassembled, the chunks without a row being zero bytes
+    for k in [k for k, m in metas.items() if m[0] == "string"]:
+        n = metas.pop(k)[1]
+        buf = bytearray(n)
+        for idx, data in conn.execute("SELECT idx, data FROM string_chunks WHERE db = ? AND key = ?", k):
+            off = idx * STRING_CHUNK
+            if off < n:
+                buf[off:off + len(data)] = data if off + len(data) <= n else data[:n - off]
+        dbs[k[0]].data[k[1]] = bytes(buf)
+        del buf
+        stored[k] = b"string"
+        loaded += 1
     for db in dbs:
         if db.expire_heap:
             heapq.heapify(db.expire_heap)
