@@ -268,8 +268,11 @@ def cmd(name: str) -> Command:
 # ---- the hook ------------------------------------------------------------------
 def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
     """EVAL/EVALSHA through a native implementation, or FALLBACK for the Lua path."""
-    if not _BY_SHA or not enabled(c.server) or c.server.oom_state:
-        return FALLBACK  # over maxmemory: the Lua path fails the first write with Redis's OOM error
+    if not _BY_SHA or not enabled(c.server) or c.server.oom_state or c.server.write_refused is not None:
+        # over maxmemory: the Lua path fails the first write with Redis's OOM error;
+        # writes refused (MISCONF): the Lua path runs the script as Redis does, its first write
+        # getting the error before anything is applied
+        return FALLBACK
     if len(argv) < 3:
         return FALLBACK
     if by_sha:

@@ -218,6 +218,11 @@ class Scripting:
                 raise NOSCRIPT
         else:
             script = self.compile(argv[1])
+        if self.server.write_refused is not None and not ro and not script.no_writes and script.body[:2] == b"#!":
+            # Redis 7: a script with a shebang and without the no-writes flag counts as a write
+            # command, refused before it runs while writes are refused (MISCONF); one without a
+            # shebang runs, and its first write (redis.call) gets the error
+            raise self.server.write_refused
         return self.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro or script.no_writes)
 
     def run(self, c: Any, script: Script, keys: list[bytes], args: list[bytes], readonly: bool) -> Any:
@@ -290,7 +295,7 @@ class Scripting:
                 n = len(args)
                 ar = cmd.arity
                 if (n == ar if ar > 0 else n >= -ar) and not (
-                    cmd.is_write and (self.readonly or self.server.oom_state)
+                    cmd.is_write and (self.readonly or self.server.oom_state or self.server.write_refused is not None)
                 ):
                     argv: list[bytes] | None = list(args)
                     for a in args:
@@ -398,6 +403,11 @@ class Scripting:
         if cmd.is_write:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)
+            refused = self.server.write_refused
+            if refused is not None:
+                # the store cannot be written (MISCONF): the write is not applied (Redis's
+                # scriptVerifyWriteCommandAllow; the state cannot change while a script runs)
+                return None, self.mk_err(error_text(refused.msg))
             if cmd.is_denyoom and not self.wrote and self.server.oom_state:
                 # over maxmemory: a script's first write that needs memory fails, as Redis's scriptVerifyOOM
                 return None, self.mk_err(OOM_MSG)

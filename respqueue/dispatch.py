@@ -94,7 +94,7 @@ def process(client: Any, argv: list[bytes]) -> Any:
         )
     if client.server.busy_script is not None and not cmd.allow_busy:
         return client.server.busy_error()
-    if client.server.write_refused is not None and cmd.is_write:
+    if client.server.write_refused is not None and (cmd.is_write or _exec_writes(client, cmd)):
         # the store cannot be written (disk full, I/O error...): MISCONF, as Redis
         return _rejected(client, client.server.write_refused, argv)
     if client.multi is not None and cmd.name not in _MULTI_PASSTHROUGH:
@@ -149,6 +149,11 @@ def _acl_check(client: Any, cmd: Command, argv: list[bytes]) -> RedisError | Non
 
         _acl_check_command = check_command
     return _acl_check_command(client, cmd, argv)
+
+
+def _exec_writes(client: Any, cmd: Command) -> bool:
+    """EXEC of a transaction that queued a write command (Redis counts it a write: refused under MISCONF)."""
+    return cmd.name == "exec" and bool(client.multi) and any(c.is_write for c, _ in client.multi)
 
 
 def count_error(server: Any, err: RedisError) -> None:

@@ -168,9 +168,10 @@ class Server:
                     if type(r) is Block:
                         continue
                     self.unblock_client(c)
-                    if self.dirty != d0 and self.journal is not None and self.journal.durable:
+                    wrote = self.dirty != d0 and self.journal is not None and self.journal.durable
+                    if wrote:
                         c.journal_hold()
-                    c.unblocked_with(r)
+                    c.unblocked_with(r, wrote)
                     if key not in db.data:
                         break
 

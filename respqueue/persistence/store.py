@@ -23,7 +23,7 @@ from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
 from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
-from .writer import frame as writer_frame
+from .writer import frame_parts as writer_frame_parts
 from .writer import unpack as unpack_frame
 
 writer_script = _writer.__file__
@@ -33,7 +33,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -44,7 +44,12 @@ ELEMENT_TABLES: dict[bytes, str] = {
     b"zset": "zset_members",
     b"list": "list_items",
     b"stream": "stream_chunks",
+    b"string": "string_chunks",
 }
+# a string longer than this is stored in chunks of this size (schema version 5), string_chunks rows
+# keyed by (db, key, idx), idx the chunk's number (offset idx * STRING_CHUNK); keys.value holds the
+# length (an INTEGER), and a chunk of zero bytes has no row (SETRANGE far past the end writes one row)
+STRING_CHUNK = 65536
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID",
@@ -73,14 +78,22 @@ _SCHEMA_V4 = [
     " seq INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
 ]
 
+# version 5: a string longer than STRING_CHUNK is stored in chunks (keys.value = its length, an
+# INTEGER); shorter ones, and every string of an earlier version, stay one row (keys.value = the value)
+_SCHEMA_V5 = [
+    "CREATE TABLE IF NOT EXISTS string_chunks(db INTEGER NOT NULL, key BLOB NOT NULL, idx INTEGER NOT NULL,"
+    " data BLOB NOT NULL, PRIMARY KEY(db, key, idx)) WITHOUT ROWID",
+]
+
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
-_LATER_TABLES = ("stream_chunks",)  # keyspace tables that stores of an earlier schema version lack
-ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries")
+_LATER_TABLES = ("stream_chunks", "string_chunks")  # keyspace tables that stores of an earlier schema version lack
+ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries",
+              "string_chunks")
 
 
 class StoreError(Exception):
@@ -150,11 +163,23 @@ class Store:
         self.lock()
         self._wait_for_old_writer()
         try:
+            if os.path.exists(self.path):
+                # never a fresh schema on top of an existing file: an empty file or another
+                # SQLite database is not a store to start empty from (Redis aborts on a 0-byte dump)
+                not_a_store(self.path)
+            else:
+                create_store(self.path)
             self.conn = open_connection(self.path, self.synchronous)
             migrate(self.conn, self.path)
         except sqlite3.DatabaseError as e:
             self.unlock()
             raise StoreError(f"cannot open the store {self.path}: {e}; {remedy(self.path)}") from None
+        except StoreError:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
@@ -206,13 +231,15 @@ class Store:
             child = self._child
         assert child is not None and child.stdin is not None
         try:
-            data = writer_frame([batch_id, ops])
+            head, data = writer_frame_parts([batch_id, ops])
         except Exception as e:  # noqa: BLE001 - a value msgpack cannot carry: the batch fails, visibly
             assert self._done is not None
             self._done(batch_id, StoreWriteError(f"cannot hand the batch to the writer ({e})"), 0.0)
             return
         self._inflight = batch_id
         try:
+            # header and payload written apart: a big batch (a large string's chunks) is not copied again
+            child.stdin.write(head)
             child.stdin.write(data)
             child.stdin.flush()
         except (OSError, ValueError) as e:
@@ -347,6 +374,59 @@ class Store:
             src.close()
 
 
+def empty_store(path: str) -> str:
+    return (f"the store {path} is an empty file (0 bytes), not a respqueue store; refusing to start on it. "
+            f"If it should hold your data, restore it from a backup; {remedy(path)}; "
+            f"or remove the file to start with an empty store")
+
+
+def foreign_store(path: str) -> str:
+    return (f"the store {path} is a SQLite database but not a respqueue store (it has no schema_version); "
+            f"refusing to start on it. Point --dir at the right directory, {remedy(path)}, "
+            f"or remove the file to start with an empty store")
+
+
+def not_a_store(path: str) -> None:
+    """StoreError when the existing file ``path`` is empty (SQLite would take it for a new database) or
+    a SQLite database without respqueue's schema; read only, so the file is left as it is."""
+    if os.path.getsize(path) == 0:
+        raise StoreError(empty_store(path))
+    conn = sqlite3.connect(path)  # reads only (no pragma that would convert the file)
+    try:
+        v = schema_version(conn)
+    finally:
+        conn.close()
+    if v == 0:
+        raise StoreError(foreign_store(path))
+
+
+def create_store(path: str) -> None:
+    """A new store at ``path``, created under a temporary name and renamed into place once its schema
+    is committed: a crash while creating it never leaves an empty or schema-less file at ``path``
+    (which the next start would refuse, see :func:`not_a_store`)."""
+    tmp = path + ".new"
+    for p in (tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"):
+        if os.path.exists(p):
+            os.unlink(p)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        migrate(conn, tmp)
+    finally:
+        conn.close()
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def schema_version(conn: sqlite3.Connection) -> int:
     t = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
     if t is None:
@@ -382,6 +462,8 @@ def check(directory: str) -> tuple[bool, str]:
     path = os.path.join(directory, DB_FILE)
     if not os.path.exists(path):
         return False, f"{path}: no store here"
+    if os.path.getsize(path) == 0:
+        return False, f"{path}: an empty file (0 bytes), not a respqueue store; restore it from a backup or remove it"
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -396,6 +478,8 @@ def check(directory: str) -> tuple[bool, str]:
         return False, f"{path}: integrity check failed: {'; '.join(res[:10])}; run `respqueue repair --dir {directory}`"
     if v > SCHEMA_VERSION:
         return False, f"{path}: schema version {v} is newer than supported ({SCHEMA_VERSION})"
+    if v == 0:
+        return False, f"{path}: a SQLite database but not a respqueue store (no schema_version)"
     return True, f"{path}: ok (schema version {v}, {nkeys} keys)"
 
 
