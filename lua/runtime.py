@@ -118,6 +118,8 @@ class Scripting:
         self.sha = b""
         self.caller: Any = None
         self.busy = False
+        # cluster mode: redis.call may only reach this node's keys (respqueue/cluster/topology.py)
+        self.cluster: Any = getattr(server, "cluster", None)
 
         self.libs = libs.Libs(self)
         with open(_SANDBOX, "rb") as fh:
@@ -285,7 +287,7 @@ class Scripting:
         """
         if args:
             cmd = _COMMANDS.get(args[0]) if type(args[0]) is bytes else None
-            if cmd is not None and cmd.subcommands is None and not cmd.noscript:
+            if cmd is not None and cmd.subcommands is None and not cmd.noscript and self.cluster is None:
                 n = len(args)
                 ar = cmd.arity
                 if (n == ar if ar > 0 else n >= -ar) and not (cmd.is_write and self.readonly):
@@ -386,6 +388,10 @@ class Scripting:
             return None, self.mk_err(ERR_UNKNOWN)
         if cmd.noscript:
             return None, self.mk_err(ERR_NOSCRIPT_CMD)
+        if self.cluster is not None and self.caller is not None:
+            cerr = self.cluster.script_check(self.caller, cmd, argv)
+            if cerr is not None:
+                return None, self.mk_err(cerr)
         if cmd.is_write:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)

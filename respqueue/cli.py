@@ -73,6 +73,23 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    + env % "HISTORY_RETENTION")
     s.add_argument("--native-scripts", dest="native_scripts", choices=("on", "off"),
                    help="native fast paths for BullMQ's hot scripts, default on" + env % "NATIVE_SCRIPTS")
+    add_cluster_flags(s)
+
+
+def add_cluster_flags(s: argparse.ArgumentParser) -> None:
+    """Cluster mode (README: Cluster mode; respqueue/cluster/)."""
+    env = " (env RESPQUEUE_%s)"
+    s.add_argument("--cluster-enabled", dest="cluster_enabled", choices=("yes", "no"),
+                   help="speak the Redis Cluster protocol; alone: a one-node cluster serving every slot"
+                   + env % "CLUSTER_ENABLED")
+    s.add_argument("--cluster-config", dest="cluster_config", metavar="FILE",
+                   help="TOML file naming the cluster's nodes and their slots (implies --cluster-enabled yes)"
+                   + env % "CLUSTER_CONFIG")
+    s.add_argument("--cluster-announce-ip", dest="cluster_announce_ip", metavar="HOST",
+                   help="the host this node has in the cluster file, default --host" + env % "CLUSTER_ANNOUNCE_IP")
+    s.add_argument("--shards", metavar="N|auto",
+                   help="run N shard processes on ports --port..--port+N-1 as one cluster (auto: one per core),"
+                   " default 1" + env % "SHARDS")
 
 
 def _history_switch(v: str) -> str:
@@ -110,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             level=_LEVELS.get(cfg.log_level.lower(), logging.INFO),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        if cfg.shards != "1" or cfg.cluster_config or cfg.cluster_enabled != "no":
+            from .cluster.supervisor import serve_cluster
+
+            return serve_cluster(cfg, args)
         from .server import run
 
         return run(cfg)

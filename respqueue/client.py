@@ -20,6 +20,9 @@ class Client:
     # Flags a network connection overrides.
     is_script = False
     in_exec = False
+    # cluster mode (respqueue/cluster/): ASKING covers the next command; READONLY
+    asking = False
+    cluster_readonly = False
 
     def __init__(self, server: Server) -> None:
         self.server = server

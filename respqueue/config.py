@@ -44,6 +44,10 @@ class Config:
     history: str = "on"  # job history capture (compat/history.py): on or off
     history_retention: str = "7d"  # job history kept this long: 3600s, 90m, 12h, 7d (0: forever)
     native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
+    cluster_enabled: str = "no"  # yes: Redis Cluster protocol (respqueue/cluster/); implied by cluster_config
+    cluster_config: str | None = None  # TOML file naming the cluster's nodes and their slots
+    cluster_announce_ip: str | None = None  # the host this node is in the cluster file as (default: --host)
+    shards: str = "1"  # serve: this many shard processes (a cluster on one machine), or auto (one per core)
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -147,4 +151,7 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "lazyfree-lazy-user-flush": (None, "no", "str", True),
     "activerehashing": (None, "yes", "str", True),
     "protected-mode": (None, "no", "str", True),
+    "cluster-enabled": ("cluster_enabled", None, "str", False),
+    "cluster-config-file": ("cluster_config", None, "str", False),
+    "cluster-announce-ip": ("cluster_announce_ip", None, "str", False),
 }

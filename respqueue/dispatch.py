@@ -74,6 +74,10 @@ def process(client: Any, argv: list[bytes]) -> Any:
     client.last_cmd = cmd
     if not client.authenticated and not cmd.noauth:
         return _rejected(client, NOAUTH, argv)
+    if client.server.cluster is not None:
+        err = client.server.cluster.route(client, cmd, argv)
+        if err is not None:
+            return _redirected(client, cmd, err)
     if (client.channels or client.patterns) and client.resp == 2 and cmd.name not in _PUBSUB_ALLOWED:
         return RedisError(
             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
@@ -131,6 +135,20 @@ def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> 
             msg = err.msg.split(b" ", 1)[1] if b" " in err.msg else err.msg
             return RedisError(b"EXECABORT Transaction discarded because of: " + msg)
     return err
+
+
+def _redirected(client: Any, cmd: Command, err: RedisError) -> RedisError:
+    """Cluster mode: the command is not for this node (MOVED, ASK, CROSSSLOT...); a rejected EXEC discards
+    the transaction and answers the error itself, as Redis does."""
+    cmd.rejected_calls += 1
+    if cmd.name == "exec" and client.multi is not None:
+        from .commands.transactions import discard_transaction
+
+        discard_transaction(client)
+        client.server.stats_rejected_calls += 1
+        count_error(client.server, err)
+        return err
+    return _rejected(client, err)
 
 
 def call(client: Any, cmd: Command, argv: list[bytes]) -> Any:

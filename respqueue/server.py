@@ -58,6 +58,7 @@ class Server:
         self.shutdown_nosave = False
         self.active_expire_enabled = True
         self.errorstats: dict[bytes, int] = {}
+        self.cluster: Any = None  # respqueue.cluster.topology.Cluster in cluster mode (set in start)
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -214,6 +215,12 @@ class Server:
             srv = await loop.create_unix_server(lambda: ClientConnection(self), cfg.unixsocket)
             self.listeners.append(srv)
             log.info("listening on unix socket %s", cfg.unixsocket)
+        if cfg.cluster_enabled == "yes" or cfg.cluster_config:
+            from .cluster.topology import build
+
+            self.cluster = build(cfg, self.tcp_port)
+            if self.scripting is not None:
+                self.scripting.cluster = self.cluster
         self._stop = loop.create_future()
         self._cron_task = loop.create_task(self._cron())
 

@@ -15,6 +15,7 @@ MODULES = (
     "pubsub",
     "server",
     "scripting",
+    "cluster",
 )
 
 for _m in MODULES:
