@@ -32,6 +32,10 @@ SCRIPT_NON_LOCAL = b"ERR Script attempted to access a non local key in a cluster
 SCRIPT_DOWN = b"ERR Script attempted to execute a command while the cluster is down"
 
 
+_KEEPS_ASKING = frozenset({"asking", "multi"})
+_ENDS_MULTI = frozenset({"exec", "discard"})
+
+
 class Node:
     __slots__ = ("id", "host", "port", "cport", "epoch", "addr")
 
@@ -118,7 +122,7 @@ class Cluster:
         """None when this node serves ``argv``; else the error to answer (MOVED, ASK, CROSSSLOT...)."""
         asking = client.asking
         self.asking_client = client if asking else None
-        if asking and client.multi is None and cmd.name != "asking":
+        if asking and cmd.name not in _KEEPS_ASKING and (client.multi is None or cmd.name in _ENDS_MULTI):
             client.asking = False  # ASKING covers the next command only (or the next transaction)
         if cmd.name == "exec":
             if client.multi is None:
