@@ -1,0 +1,176 @@
+"""Real cluster clients on ``respqueue serve --shards N``: redis-py RedisCluster, BullMQ on an ioredis Cluster,
+node-redis createCluster (each also run on a real Redis Cluster, outcomes compared), and the supervisor:
+a shard killed with SIGKILL comes back with its acknowledged data; SHUTDOWN or SIGTERM stops them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+from redis.cluster import RedisCluster as PyCluster
+
+from respqueue.cluster.slots import key_slot
+
+from .cluster_servers import RedisCluster, Shards, cluster_info, shard_pid
+from .servers import ROOT, RawConn
+
+INTEROP = os.path.join(ROOT, "interop")
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules", "bullmq")),
+    reason="run `npm ci` in interop/ (and install node) for the Node client tests",
+)
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None or shutil.which("redis-cli") is None,
+                                 reason="redis-server and redis-cli are needed for the Redis Cluster reference")
+
+
+@pytest.fixture(scope="module")
+def shards():
+    s = Shards(3)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def real():
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        pytest.skip("no redis-server/redis-cli")
+    c = RedisCluster(3)
+    yield c
+    c.stop()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie child of someone else's still counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(pred, timeout: float = 60.0) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_every_shard_presents_the_same_cluster(shards):
+    slots = set()
+    for p in shards.ports:
+        c = RawConn(p)
+        slots.add(c.call_raw("CLUSTER", "SLOTS"))
+        c.close()
+        info = cluster_info(p)
+        assert info["cluster_state"] == "ok" and info["cluster_known_nodes"] == "3" and info["cluster_size"] == "3"
+    assert len(slots) == 1
+    # split as redis-cli --cluster create splits 16384 slots over three masters
+    s = slots.pop()
+    assert b":0\r\n:5460\r\n" in s and b":5461\r\n:10922\r\n" in s and b":10923\r\n:16383\r\n" in s
+    assert os.path.exists(os.path.join(shards.dir, "cluster.toml"))
+    for k in range(3):
+        assert os.path.isdir(os.path.join(shards.dir, f"shard-{k}"))
+
+
+def test_redis_py_cluster_client(shards):
+    rc = PyCluster(host="127.0.0.1", port=shards.base, socket_timeout=20)
+    try:
+        keys = [f"key:{i}" for i in range(300)]
+        for i, k in enumerate(keys):
+            assert rc.set(k, i)
+        assert [rc.get(k) for k in keys] == [str(i).encode() for i in range(300)]
+        owners = {key_slot(k.encode()) * 3 // 16384 for k in keys}
+        assert owners == {0, 1, 2}
+        # each key really is on the shard that owns its slot, and nowhere else
+        per_shard = []
+        for p in shards.ports:
+            c = RawConn(p)
+            per_shard.append(int(c.call_raw("DBSIZE")[1:-2]))
+            c.close()
+        assert sum(per_shard) == 300 and min(per_shard) > 50
+        pipe = rc.pipeline()
+        for i in range(200):
+            pipe.incrby(f"n:{i}", i)
+        assert pipe.execute() == list(range(200))
+        assert rc.mget_nonatomic([f"n:{i}" for i in range(5)]) == [b"0", b"1", b"2", b"3", b"4"]
+        assert rc.mset({"{t}a": 1, "{t}b": 2}) and rc.mget("{t}a", "{t}b") == [b"1", b"2"]
+        assert rc.delete(*keys[:10]) == 10
+        assert rc.cluster_keyslot("foo") == 12182
+    finally:
+        rc.close()
+
+
+def run_node(what: str, ports: list[int]) -> dict:
+    p = subprocess.run(["node", "cluster_clients.js", what, *map(str, ports)], cwd=INTEROP, capture_output=True,
+                       text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+@needs_node
+@needs_redis
+@pytest.mark.parametrize("what", ["bullmq", "node-redis"])
+def test_node_cluster_clients_same_as_redis_cluster(what, shards, real):
+    ours = run_node(what, shards.ports)
+    theirs = run_node(what, real.ports)
+    assert ours == theirs
+    if what == "bullmq":
+        for q in ("alpha", "delta", "q2"):
+            assert len(ours[q]) == 12 and [100, 1000, 3] in ours[q]
+        assert ours["attempts_retry"] == [3, 3, 3] and ours["elapsed_ok"] is True
+        # the three queues' hash tags are on three different shards
+        assert len({key_slot(f"rq-{q}".encode()) * 3 // 16384 for q in ("alpha", "delta", "q2")}) == 3
+    else:
+        assert ours["got_all"] is True and ours["masters"] == 3
+        assert ours["crossslot"] == "CROSSSLOT Keys in request don't hash to the same slot"
+
+
+def test_killed_shard_is_restarted_with_its_data(shards):
+    rc = PyCluster(host="127.0.0.1", port=shards.base, socket_timeout=20)
+    try:
+        for i in range(100):
+            rc.set(f"durable:{i}", f"v{i}")
+        victim = shards.ports[1]
+        old = shard_pid(victim)
+        os.kill(old, signal.SIGKILL)
+        wait_until(lambda: not alive(old))
+
+        def back() -> bool:
+            try:
+                return shard_pid(victim) != old
+            except OSError:
+                return False
+
+        wait_until(back)
+        assert [rc.get(f"durable:{i}") for i in range(100)] == [f"v{i}".encode() for i in range(100)]
+        assert "shard 1" in shards.output() and "restarting it" in shards.output()
+    finally:
+        rc.close()
+
+
+def test_shutdown_of_one_shard_stops_all():
+    s = Shards(2, "--durability", "memory")
+    pids = [shard_pid(p) for p in s.ports]
+    c = RawConn(s.ports[1])
+    c.send("SHUTDOWN")
+    c.close()
+    assert s.proc.wait(60) == 0
+    wait_until(lambda: not any(alive(p) for p in pids))
+    s.stop()
+
+
+def test_sigterm_to_the_supervisor_stops_all():
+    s = Shards(2, "--durability", "memory")
+    pids = [shard_pid(p) for p in s.ports]
+    assert s.stop() == 0
+    wait_until(lambda: not any(alive(p) for p in pids))
