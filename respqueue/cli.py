@@ -24,7 +24,36 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
     add_backup_commands(sub)
     add_history_commands(sub)
+    add_cluster_commands(sub)
     return p
+
+
+def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``respqueue cluster info|check`` (README: Cluster mode)."""
+    c = sub.add_parser("cluster", help="cluster tools: info and check")
+    cs = c.add_subparsers(dest="cluster_cmd", required=True)
+    for name, what in (("info", "keys and slots of every node"),
+                       ("check", "info, and whether the nodes agree, cover every slot and have no open slots")):
+        x = cs.add_parser(name, help=what)
+        x.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+        x.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+        x.add_argument("--password", help="AUTH password")
+
+
+def run_cluster_command(ns: argparse.Namespace) -> int:
+    from .cluster.admin import report, seeds_from_file
+
+    seeds = list(ns.addrs)
+    if ns.cluster_config:
+        try:
+            seeds += seeds_from_file(ns.cluster_config)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+    if not seeds:
+        print("respqueue: name a node (HOST:PORT) or --cluster-config FILE", file=sys.stderr)
+        return 2
+    return report(seeds, ns.password, ns.cluster_cmd == "check")
 
 
 def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -150,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         return backup.cli_restore(ns.src, d, ns.force)
     if ns.cmd in ("history", "analytics", "enqueue"):
         return run_history_command(ns)
+    if ns.cmd == "cluster":
+        return run_cluster_command(ns)
     build_parser().print_help()
     return 2
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -174,3 +175,35 @@ def test_sigterm_to_the_supervisor_stops_all():
     pids = [shard_pid(p) for p in s.ports]
     assert s.stop() == 0
     wait_until(lambda: not any(alive(p) for p in pids))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    from .cluster_servers import env
+
+    return subprocess.run([sys.executable, "-m", "respqueue", "cluster", *args], capture_output=True, text=True,
+                          timeout=60, env=env())
+
+
+def test_cluster_check_and_info_cli(shards):
+    p = _cli("check", f"127.0.0.1:{shards.ports[0]}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[OK] All nodes agree about slots configuration." in p.stdout
+    assert "[OK] All 16384 slots covered." in p.stdout
+    p = _cli("info", "--cluster-config", os.path.join(shards.dir, "cluster.toml"))
+    assert p.returncode == 0 and p.stdout.count("slots | 0 slaves.") == 3 and "in 3 masters." in p.stdout
+    c = RawConn(shards.ports[0])
+    myid = c.call_raw("CLUSTER", "MYID")[5:45]
+    assert c.call_raw("CLUSTER", "DELSLOTS", "5") == b"+OK\r\n"
+    assert c.call_raw("CLUSTER", "SETSLOT", "7", "MIGRATING", myid) == b"+OK\r\n"
+    try:
+        p = _cli("check", f"127.0.0.1:{shards.ports[1]}")
+        assert p.returncode == 1
+        assert "[ERR] Nodes don't agree about configuration!" in p.stdout
+        assert "has slots in migrating or importing state: [7->-" in p.stdout
+    finally:
+        c.call_raw("CLUSTER", "ADDSLOTS", "5")
+        c.call_raw("CLUSTER", "SETSLOT", "7", "STABLE")
+        c.close()
+    assert _cli("check", f"127.0.0.1:{shards.ports[2]}").returncode == 0
+    p = _cli("check", "127.0.0.1:1")
+    assert p.returncode == 1 and "cannot ask node 127.0.0.1:1" in p.stdout
