@@ -56,22 +56,38 @@ def default_id(host: str, port: int) -> str:
     return hashlib.sha1(f"respqueue-node {host}:{port}".encode()).hexdigest()
 
 
-def _movable_keys(cmd: Any, argv: list[bytes]) -> list[int]:
-    from ..commands.server import _movable_keys as mk
+_KIND: dict[Any, int] = {}  # command -> 0: no keys, 1: (first, last, step), 2: movable keys
+_movable: Any = None
 
+
+def _kind(cmd: Any) -> int:
+    k = _KIND.get(cmd)
+    if k is None:
+        k = _KIND[cmd] = 2 if "movablekeys" in cmd.flags else (1 if cmd.first_key > 0 else 0)
+    return k
+
+
+def key_indexes(cmd: Any, argv: list[bytes]) -> list[int] | range:
+    """Where ``argv``'s keys are (COMMAND GETKEYS's answer, [] when it has none)."""
+    global _movable
+    k = _KIND.get(cmd)
+    if k is None:
+        k = _kind(cmd)
+    if k == 1:
+        first, last = cmd.first_key, cmd.last_key
+        if first == last:
+            return (first,) if first < len(argv) else ()  # type: ignore[return-value]
+        return cmd.key_positions(argv)
+    if k == 0:
+        return ()  # type: ignore[return-value]
+    if _movable is None:
+        from ..commands.server import _movable_keys
+
+        _movable = _movable_keys
     try:
-        return mk(cmd.fullname, argv)
+        return _movable(cmd.fullname, argv)  # type: ignore[no-any-return]
     except RedisError:
         return []  # bad arguments: no keys here; the command itself answers the error
-
-
-def key_indexes(cmd: Any, argv: list[bytes]) -> list[int]:
-    """Where ``argv``'s keys are (COMMAND GETKEYS's answer, [] when it has none)."""
-    if "movablekeys" in cmd.flags:
-        return _movable_keys(cmd, argv)
-    if cmd.first_key <= 0:
-        return []
-    return cmd.key_positions(argv)
 
 
 class Cluster:
@@ -128,7 +144,7 @@ class Cluster:
             if client.multi is None:
                 return None
             return self.locate(client.db, client.multi, asking)
-        if cmd.first_key <= 0 and "movablekeys" not in cmd.flags:
+        if not _kind(cmd):
             return None
         return self.locate(client.db, ((cmd, argv),), asking)
 
@@ -186,7 +202,7 @@ class Cluster:
 
     def script_check(self, caller: Any, cmd: Any, argv: list[bytes]) -> bytes | None:
         """The error a script's redis.call of ``argv`` gets when it reaches beyond this node."""
-        if cmd.first_key <= 0 and "movablekeys" not in cmd.flags:
+        if not _kind(cmd):
             return None
         err = self.locate(caller.db, ((cmd, argv),), self.asking_client is caller)
         if err is None:
