@@ -145,6 +145,10 @@ def test_python_key_slot_matches_redis(pair):
     ("COPY", "a", "c", "DB", "1"), ("COPY", "b", "{b}c", "DB", "1"), ("READONLY",), ("READWRITE",), ("ASKING",),
     ("INFO", "cluster"), ("SPUBLISH", "a", "x"), ("SPUBLISH", "b", "x"), ("WATCH", "a"), ("WATCH", "b", "k2"),
     ("OBJECT", "ENCODING", "a"), ("XINFO", "STREAM", "a"), ("GETKEYS",),
+    ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000"), ("MIGRATE", "127.0.0.1", "1", "a", "0", "1000"),
+    ("MIGRATE", "127.0.0.1", "1", "", "0", "1000", "KEYS", "b", "{b}1"), ("MIGRATE", "127.0.0.1", "1", "", "0", "1000",
+    "KEYS", "b", "a"), ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "KEYS", "b"), ("MIGRATE", "127.0.0.1", "1", "b"),
+    ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "FOO"), ("MIGRATE", "127.0.0.1", "x", "b", "0", "1000"),
 ])
 def test_redirections_match(pair, cmd):
     pair(*cmd)

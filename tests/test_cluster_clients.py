@@ -207,3 +207,110 @@ def test_cluster_check_and_info_cli(shards):
     assert _cli("check", f"127.0.0.1:{shards.ports[2]}").returncode == 0
     p = _cli("check", "127.0.0.1:1")
     assert p.returncode == 1 and "cannot ask node 127.0.0.1:1" in p.stdout
+
+
+def _fill_tagged(rc: PyCluster, tag: str) -> None:
+    rc.hset(f"{{{tag}}}h", mapping={"a": 1, "b": 2})
+    rc.rpush(f"{{{tag}}}l", *range(1200))
+    rc.sadd(f"{{{tag}}}s", "x", "y")
+    rc.zadd(f"{{{tag}}}z", {"a": 1.5, "b": float("inf"), "c": -0.1})
+    rc.xadd(f"{{{tag}}}x", {"f": "v"}, id="1-1")
+    rc.xadd(f"{{{tag}}}x", {"f": "w"}, id="2-1")
+    rc.xgroup_create(f"{{{tag}}}x", "g", id="0")
+    rc.xreadgroup("g", "c1", {f"{{{tag}}}x": ">"}, count=1)
+    rc.set(f"{{{tag}}}t", "ttl", px=100000)
+    rc.set(f"{{{tag}}}str", "plain")
+
+
+def _snapshot(rc: PyCluster, tag: str) -> list:
+    x = f"{{{tag}}}x"
+    return [rc.hgetall(f"{{{tag}}}h"), rc.lrange(f"{{{tag}}}l", 0, -1), rc.smembers(f"{{{tag}}}s"),
+            rc.zrange(f"{{{tag}}}z", 0, -1, withscores=True), rc.xrange(x), rc.xinfo_groups(x),
+            rc.xpending_range(x, "g", "-", "+", 10)[0]["message_id"], rc.get(f"{{{tag}}}t"), rc.pttl(f"{{{tag}}}t") > 0,
+            rc.get(f"{{{tag}}}str")]
+
+
+def test_live_slot_migration_with_ask():
+    """MIGRATE a slot's keys between two shards by hand: ASK and TRYAGAIN while it moves, ASKING on the
+    importing node, MOVED once CLUSTER SETSLOT NODE closes it; a cluster client keeps working throughout."""
+    s = Shards(2, "--durability", "memory")
+    rc = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+    a, b = RawConn(s.ports[0]), RawConn(s.ports[1])
+    try:
+        tag, slot = "k2", 449  # on shard 0
+        _fill_tagged(rc, tag)
+        before = _snapshot(rc, tag)
+        aid, bid = a.call_raw("CLUSTER", "MYID")[5:45], b.call_raw("CLUSTER", "MYID")[5:45]
+        assert b.call_raw("CLUSTER", "SETSLOT", slot, "IMPORTING", aid) == b"+OK\r\n"
+        assert a.call_raw("CLUSTER", "SETSLOT", slot, "MIGRATING", bid) == b"+OK\r\n"
+        keys = [f"{{{tag}}}{k}" for k in ("h", "l", "s", "z", "x", "t", "str")]
+        assert a.call_raw("CLUSTER", "COUNTKEYSINSLOT", slot) == b":7\r\n"
+        assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], "", "0", "5000", "KEYS", *keys[:4]) == b"+OK\r\n"
+        ask = b"-ASK %d 127.0.0.1:%d\r\n" % (slot, s.ports[1])
+        assert a.call_raw("HGETALL", keys[0]) == ask
+        assert a.call_raw("GET", keys[6]) == b"$5\r\nplain\r\n"
+        assert a.call_raw("MGET", keys[0], keys[6]) == b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+        assert b.call_raw("SCARD", keys[2]) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, s.ports[0])
+        assert b.call_raw("ASKING") == b"+OK\r\n"
+        assert b.call_raw("SCARD", keys[2]) == b":2\r\n"
+        assert rc.llen(keys[1]) == 1200 and rc.get(keys[6]) == b"plain"  # redis-py follows the ASK
+        assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[4], "0", "5000") == b"+OK\r\n"
+        assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], "", "0", "5000", "KEYS", *keys[5:]) == b"+OK\r\n"
+        assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[5], "0", "5000") == b"+NOKEY\r\n"
+        for conn in (a, b):
+            assert conn.call_raw("CLUSTER", "SETSLOT", slot, "NODE", bid) == b"+OK\r\n"
+        assert a.call_raw("GET", keys[6]) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, s.ports[1])
+        assert b.call_raw("CLUSTER", "COUNTKEYSINSLOT", slot) == b":7\r\n"
+        assert a.call_raw("DBSIZE") == b":0\r\n"
+        rc2 = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+        assert _snapshot(rc2, tag) == before
+        rc2.close()
+        # MIGRATE without REPLACE refuses a key the target has
+        a.call_raw("CLUSTER", "SETSLOT", slot, "NODE", aid)
+        b.call_raw("CLUSTER", "SETSLOT", slot, "NODE", aid)
+        a.call_raw("SET", keys[6], "again")
+        b.call_raw("CLUSTER", "SETSLOT", slot, "IMPORTING", aid)
+        assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[6], "0", "5000", "COPY") == (
+            b"-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n")
+        assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[6], "0", "5000", "COPY", "REPLACE") == b"+OK\r\n"
+        assert a.call_raw("GET", keys[6]) == b"$5\r\nagain\r\n"  # COPY keeps it here
+        b.call_raw("ASKING")
+        assert b.call_raw("GET", keys[6]) == b"$5\r\nagain\r\n"
+    finally:
+        rc.close()
+        a.close()
+        b.close()
+        s.stop()
+
+
+@needs_redis
+def test_redis_cli_reshard_moves_slots_and_keys():
+    """redis-cli --cluster reshard (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT, MIGRATE, SETSLOT NODE on every
+    master) on respqueue shards; afterwards every key is readable and the nodes agree."""
+    s = Shards(2, "--durability", "memory")
+    rc = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+    try:
+        for i in range(200):
+            rc.set(f"r{i}", i)
+        _fill_tagged(rc, "k2")
+        before = _snapshot(rc, "k2")
+        a, b = RawConn(s.ports[0]), RawConn(s.ports[1])
+        aid, bid = a.call_raw("CLUSTER", "MYID")[5:45].decode(), b.call_raw("CLUSTER", "MYID")[5:45].decode()
+        p = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{s.ports[0]}", "--cluster-from", aid,
+                            "--cluster-to", bid, "--cluster-slots", "1000", "--cluster-yes"],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+        assert b.call_raw("CLUSTER", "COUNTKEYSINSLOT", "449").startswith(b":7")
+        assert a.call_raw("GET", "{k2}str") == b"-MOVED 449 127.0.0.1:%d\r\n" % s.ports[1]
+        a.close()
+        b.close()
+        rc2 = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+        assert [rc2.get(f"r{i}") for i in range(200)] == [str(i).encode() for i in range(200)]
+        assert _snapshot(rc2, "k2") == before
+        rc2.close()
+        check = _cli("check", f"127.0.0.1:{s.ports[1]}")
+        assert check.returncode == 0, check.stdout
+        assert "slots:[1000-8191] (7192 slots)" in check.stdout
+    finally:
+        rc.close()
+        s.stop()

@@ -80,6 +80,10 @@ def key_indexes(cmd: Any, argv: list[bytes]) -> list[int] | range:
         return cmd.key_positions(argv)
     if k == 0:
         return ()  # type: ignore[return-value]
+    if cmd.name == "migrate":
+        from .migrate import migrate_key_indexes
+
+        return migrate_key_indexes(argv)
     if _movable is None:
         from ..commands.server import _movable_keys
 

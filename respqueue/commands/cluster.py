@@ -93,13 +93,13 @@ def cluster_nodes(c: Any, argv: list[bytes]) -> Any:
     return nodes_text(_cluster(c))
 
 
-@subcommand("cluster", "slots", 2, "loading stale")
+@subcommand("cluster", "slots", 2, "stale")
 def cluster_slots(c: Any, argv: list[bytes]) -> Any:
     cl = _cluster(c)
     return [[a, b, [n.host.encode(), n.port, n.id.encode(), {}]] for a, b, n in cl.slot_ranges()]
 
 
-@subcommand("cluster", "shards", 2, "loading stale")
+@subcommand("cluster", "shards", 2, "stale")
 def cluster_shards(c: Any, argv: list[bytes]) -> Any:
     cl = _cluster(c)
     out = []
@@ -120,24 +120,24 @@ def cluster_shards(c: Any, argv: list[bytes]) -> Any:
     return out
 
 
-@subcommand("cluster", "myid", 2, "loading stale")
+@subcommand("cluster", "myid", 2, "stale")
 def cluster_myid(c: Any, argv: list[bytes]) -> Any:
     return _cluster(c).myself.id.encode()
 
 
-@subcommand("cluster", "links", 2, "loading stale")
+@subcommand("cluster", "links", 2, "stale")
 def cluster_links(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     return []  # no cluster bus, so no links between the nodes
 
 
-@subcommand("cluster", "keyslot", 3, "loading stale")
+@subcommand("cluster", "keyslot", 3, "stale")
 def cluster_keyslot(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     return key_slot(argv[2])
 
 
-@subcommand("cluster", "countkeysinslot", 3, "loading stale")
+@subcommand("cluster", "countkeysinslot", 3, "stale")
 def cluster_countkeysinslot(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     s = _int(argv[2])
@@ -146,7 +146,7 @@ def cluster_countkeysinslot(c: Any, argv: list[bytes]) -> Any:
     return sum(1 for k in c.server.dbs[0].data if key_slot(k) == s)
 
 
-@subcommand("cluster", "getkeysinslot", 4, "loading stale")
+@subcommand("cluster", "getkeysinslot", 4, "stale")
 def cluster_getkeysinslot(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     s = _int(argv[2])
@@ -182,7 +182,7 @@ def cluster_slaves(c: Any, argv: list[bytes]) -> Any:
     return cluster_replicas(c, argv)
 
 
-@subcommand("cluster", "reset", -2, "admin stale noscript")
+@subcommand("cluster", "reset", -2, "admin noscript stale")
 def cluster_reset(c: Any, argv: list[bytes]) -> Any:
     cl = _cluster(c)
     hard = False
@@ -201,7 +201,7 @@ def cluster_reset(c: Any, argv: list[bytes]) -> Any:
 
 
 # ---- slot assignment and migration (this node's view; the cluster file is what a restart reads) -----
-@subcommand("cluster", "setslot", -4, "admin stale noscript")
+@subcommand("cluster", "setslot", -4, "admin stale no_async_loading")
 def cluster_setslot(c: Any, argv: list[bytes]) -> Any:
     cl = _cluster(c)
     slot = _slot_arg(argv[2])
@@ -289,27 +289,27 @@ def _delslots(c: Any, argv: list[bytes], ranges: bool) -> Any:
     return OK
 
 
-@subcommand("cluster", "addslots", -3, "admin stale noscript")
+@subcommand("cluster", "addslots", -3, "admin stale no_async_loading")
 def cluster_addslots(c: Any, argv: list[bytes]) -> Any:
     return _addslots(c, argv, False)
 
 
-@subcommand("cluster", "addslotsrange", -4, "admin stale noscript")
+@subcommand("cluster", "addslotsrange", -4, "admin stale no_async_loading")
 def cluster_addslotsrange(c: Any, argv: list[bytes]) -> Any:
     return _addslots(c, argv, True)
 
 
-@subcommand("cluster", "delslots", -3, "admin stale noscript")
+@subcommand("cluster", "delslots", -3, "admin stale no_async_loading")
 def cluster_delslots(c: Any, argv: list[bytes]) -> Any:
     return _delslots(c, argv, False)
 
 
-@subcommand("cluster", "delslotsrange", -4, "admin stale noscript")
+@subcommand("cluster", "delslotsrange", -4, "admin stale no_async_loading")
 def cluster_delslotsrange(c: Any, argv: list[bytes]) -> Any:
     return _delslots(c, argv, True)
 
 
-@subcommand("cluster", "flushslots", 2, "admin stale noscript")
+@subcommand("cluster", "flushslots", 2, "admin stale no_async_loading")
 def cluster_flushslots(c: Any, argv: list[bytes]) -> Any:
     cl = _cluster(c)
     if c.server.dbs[0].data:
@@ -386,22 +386,29 @@ def cluster_help(c: Any, argv: list[bytes]) -> Any:
     return [Status(x.encode()) for x in _HELP]
 
 
+@command("migrate", -6, "write movablekeys", 3, 3, 1, group="keyspace")
+def migrate(c: Any, argv: list[bytes]) -> Any:
+    from ..cluster.migrate import migrate as run
+
+    return run(c, argv)
+
+
 # ---- per-connection flags ---------------------------------------------------------
-@command("readonly", 1, "loading stale fast", group="cluster")
+@command("readonly", 1, "loading stale fast", group="connection")
 def readonly(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     c.cluster_readonly = True
     return OK
 
 
-@command("readwrite", 1, "loading stale fast", group="cluster")
+@command("readwrite", 1, "loading stale fast", group="connection")
 def readwrite(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     c.cluster_readonly = False
     return OK
 
 
-@command("asking", 1, "fast", group="cluster")
+@command("asking", 1, "fast", group="connection")
 def asking(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
     c.asking = True
