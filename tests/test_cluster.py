@@ -396,3 +396,28 @@ def test_moved_address_is_the_owner(node):
     assert c.call_raw("GET", "a") == b"-MOVED 15495 127.0.0.1:%d\r\n" % node.ports[2]
     assert re.match(rb"\$40\r\n[0-9a-f]{40}\r\n", c.call_raw("CLUSTER", "MYID"))
     c.close()
+
+
+def test_saveconfig_writes_the_nodes_view(node, tmp_path):
+    """A hand-written cluster file is not rewritten by slot changes; CLUSTER SAVECONFIG writes this node's view
+    (ids included), and that file starts the same node again."""
+    path = node.proc.args[node.proc.args.index("--cluster-config") + 1]
+    with open(path) as fh:
+        original = fh.read()
+    c = RawConn(node.port)
+    try:
+        assert c.call_raw("CLUSTER", "DELSLOTS", "5") == b"+OK\r\n"
+        with open(path) as fh:
+            assert fh.read() == original
+        assert c.call_raw("CLUSTER", "SAVECONFIG") == b"+OK\r\n"
+        myid = c.call_raw("CLUSTER", "MYID")[5:45].decode()
+    finally:
+        c.call_raw("CLUSTER", "ADDSLOTS", "5")
+        c.close()
+    from respqueue.cluster.topology import load_file
+
+    saved = load_file(path)
+    assert saved[0][0].id == myid and saved[0][1] == [(0, 4), (6, 5460)]
+    assert [(n.port, r) for n, r in saved[1:]] == [(node.ports[1], [(5461, 10922)]), (node.ports[2], [(10923, 16383)])]
+    with open(path, "w") as fh:
+        fh.write(original)

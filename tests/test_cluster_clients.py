@@ -286,8 +286,9 @@ def test_live_slot_migration_with_ask():
 @needs_redis
 def test_redis_cli_reshard_moves_slots_and_keys():
     """redis-cli --cluster reshard (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT, MIGRATE, SETSLOT NODE on every
-    master) on respqueue shards; afterwards every key is readable and the nodes agree."""
-    s = Shards(2, "--durability", "memory")
+    master) on respqueue shards; afterwards every key is readable and the nodes agree. The new slot owners are
+    written to the shards' cluster file, so a shard killed afterwards comes back with them."""
+    s = Shards(2)
     rc = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
     try:
         for i in range(200):
@@ -311,6 +312,25 @@ def test_redis_cli_reshard_moves_slots_and_keys():
         check = _cli("check", f"127.0.0.1:{s.ports[1]}")
         assert check.returncode == 0, check.stdout
         assert "slots:[1000-8191] (7192 slots)" in check.stdout
+        time.sleep(0.5)  # the nodes write the file 0.1 s after the last change
+        with open(os.path.join(s.dir, "cluster.toml")) as fh:
+            assert 'slots = "1000-8191"' in fh.read()
+        old = shard_pid(s.ports[0])
+        os.kill(old, signal.SIGKILL)
+
+        def back() -> bool:
+            try:
+                return shard_pid(s.ports[0]) != old
+            except OSError:
+                return False
+
+        wait_until(back)
+        check = _cli("check", f"127.0.0.1:{s.ports[0]}")
+        assert check.returncode == 0, check.stdout
+        rc3 = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+        assert [rc3.get(f"r{i}") for i in range(200)] == [str(i).encode() for i in range(200)]
+        assert _snapshot(rc3, "k2") == before
+        rc3.close()
     finally:
         rc.close()
         s.stop()

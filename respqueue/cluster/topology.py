@@ -106,6 +106,9 @@ class Cluster:
         self.current_epoch = max((n.epoch for n in nodes), default=0)
         self.asking_client: Any = None  # the client whose ASKING covers the command now running
         self.created_ms = int(time.time() * 1000)
+        self.path: str | None = None  # the cluster file this view came from
+        self.autosave = False  # slot changes are written back to it (a file respqueue generated)
+        self._save_pending = False
         for nid, ranges in (owners or {}).items():
             node = nodes[nid]
             for a, b in ranges:
@@ -216,6 +219,37 @@ class Cluster:
         return SCRIPT_NON_LOCAL
 
     # ---- changes ------------------------------------------------------------------
+    def save(self) -> None:
+        """Write this node's view (nodes, ids, slot owners) to the cluster file."""
+        if self.path is None:
+            raise OSError("no cluster file (started without --cluster-config)")
+        nodes = list(self.nodes.values())
+        write_file(self.path, [(n.host, n.port, self.node_ranges(n)) for n in nodes], [n.id for n in nodes])
+
+    def slots_changed(self) -> None:
+        """After a change of slot owners: kept in the file when respqueue generated it (``--shards``), so a
+        restarted node comes back with the slots it had, as a Redis node reads its nodes.conf."""
+        if not self.autosave or self._save_pending:
+            return
+        try:
+            import asyncio
+
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._save_now()
+            return
+        # a reshard changes slots one by one: write once they settle, not once a slot
+        self._save_pending = True
+        loop.call_later(0.1, self._save_now)
+
+    def _save_now(self) -> None:
+        self._save_pending = False
+        try:
+            self.save()
+        except OSError as e:
+            import logging
+
+            logging.getLogger("respqueue").error("cannot save the cluster file %s: %s", self.path, e)
     def reset(self, hard: bool) -> None:
         """CLUSTER RESET: forget the other nodes and every slot (a hard reset also takes a new id)."""
         me = self.myself
@@ -277,18 +311,33 @@ def load_file(path: str) -> list[tuple[Node, list[tuple[int, int]]]]:
     return out
 
 
-def write_file(path: str, nodes: list[tuple[str, int, list[tuple[int, int]]]]) -> None:
-    """Write a cluster file for ``(host, port, ranges)`` nodes (``respqueue serve --shards``)."""
-    lines = ["# respqueue cluster file: the nodes and the slots each serves (README: Cluster mode)", ""]
-    for host, port, ranges in nodes:
-        spec = " ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
-        lines += ["[[node]]", f'host = "{host}"', f"port = {port}", f'slots = "{spec}"', ""]
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        fh.write("\n".join(lines))
+GENERATED = "# respqueue cluster file, kept up to date by its nodes (README: Cluster mode)"
+
+
+def write_file(path: str, nodes: list[tuple[str, int, list[tuple[int, int]]]], ids: list[str] | None = None) -> None:
+    """Write a cluster file for ``(host, port, ranges)`` nodes (``respqueue serve --shards``, CLUSTER SAVECONFIG)."""
     import os
 
+    lines = [GENERATED, ""]
+    for i, (host, port, ranges) in enumerate(nodes):
+        spec = " ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
+        lines += ["[[node]]"] + ([f'id = "{ids[i]}"'] if ids else []) + [
+            f'host = "{host}"', f"port = {port}", f'slots = "{spec}"', ""]
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as fh:
+        fh.write("\n".join(lines))
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def is_generated(path: str) -> bool:
+    """Whether ``path`` is a file respqueue wrote (so its nodes save slot changes into it)."""
+    try:
+        with open(path) as fh:
+            return fh.readline().rstrip("\n") == GENERATED
+    except OSError:
+        return False
 
 
 def build(config: Any, port: int) -> Cluster:
@@ -314,4 +363,7 @@ def build(config: Any, port: int) -> Cluster:
             + ("" if not mine else f" and host {announce or config.host}")
             + ": this server is not in the cluster file"
         )
-    return Cluster(nodes, mine[0], {i: r for i, (_, r) in enumerate(entries)})
+    cl = Cluster(nodes, mine[0], {i: r for i, (_, r) in enumerate(entries)})
+    cl.path = config.cluster_config
+    cl.autosave = is_generated(config.cluster_config)
+    return cl

@@ -241,6 +241,7 @@ def cluster_setslot(c: Any, argv: list[bytes]) -> Any:
         cl.current_epoch += 1
         cl.myself.epoch = cl.current_epoch
     cl.slots[slot] = n
+    cl.slots_changed()
     return OK
 
 
@@ -274,6 +275,7 @@ def _addslots(c: Any, argv: list[bytes], ranges: bool) -> Any:
     for s in slots:
         cl.slots[s] = cl.myself
         cl.importing.pop(s, None)
+    cl.slots_changed()
     return OK
 
 
@@ -286,6 +288,7 @@ def _delslots(c: Any, argv: list[bytes], ranges: bool) -> Any:
     for s in slots:
         cl.slots[s] = None
         cl.migrating.pop(s, None)
+    cl.slots_changed()
     return OK
 
 
@@ -317,6 +320,17 @@ def cluster_flushslots(c: Any, argv: list[bytes]) -> Any:
     for s, n in enumerate(cl.slots):
         if n is cl.myself:
             cl.slots[s] = None
+    cl.slots_changed()
+    return OK
+
+
+@subcommand("cluster", "saveconfig", 2, "admin stale no_async_loading")
+def cluster_saveconfig(c: Any, argv: list[bytes]) -> Any:
+    cl = _cluster(c)
+    try:
+        cl.save()
+    except OSError as e:
+        raise RedisError(f"ERR error saving the cluster node config: {e}".encode()) from None
     return OK
 
 
