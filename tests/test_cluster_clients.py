@@ -284,7 +284,7 @@ def test_live_slot_migration_with_ask():
 
 
 @needs_redis
-def test_redis_cli_reshard_moves_slots_and_keys():
+def test_redis_cli_reshard_and_rebalance_move_slots_and_keys():
     """redis-cli --cluster reshard (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT, MIGRATE, SETSLOT NODE on every
     master) on respqueue shards; afterwards every key is readable and the nodes agree. The new slot owners are
     written to the shards' cluster file, so a shard killed afterwards comes back with them."""
@@ -331,6 +331,17 @@ def test_redis_cli_reshard_moves_slots_and_keys():
         assert [rc3.get(f"r{i}") for i in range(200)] == [str(i).encode() for i in range(200)]
         assert _snapshot(rc3, "k2") == before
         rc3.close()
+        # redis-cli --cluster rebalance evens the slots out again; redis-cli --cluster check agrees
+        p = subprocess.run(["redis-cli", "--cluster", "rebalance", f"127.0.0.1:{s.ports[0]}"], capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+        p = subprocess.run(["redis-cli", "--cluster", "check", f"127.0.0.1:{s.ports[1]}"], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0 and "All nodes agree" in p.stdout and "(8192 slots)" in p.stdout, p.stdout
+        rc4 = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+        assert [rc4.get(f"r{i}") for i in range(200)] == [str(i).encode() for i in range(200)]
+        assert _snapshot(rc4, "k2") == before
+        rc4.close()
     finally:
         rc.close()
         s.stop()
