@@ -219,6 +219,8 @@ class Scripting:
                 raise NOSCRIPT
         else:
             script = self.compile(argv[1])
+        if self.cluster is not None and script.body.startswith(b"#!") and b"no-cluster" in script.body.split(b"\n", 1)[0]:
+            raise RedisError(b"ERR Can not run script on cluster, 'no-cluster' flag is set.")
         return self.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro or script.no_writes)
 
     def run(self, c: Any, script: Script, keys: list[bytes], args: list[bytes], readonly: bool) -> Any:

@@ -149,6 +149,7 @@ def test_python_key_slot_matches_redis(pair):
     ("MIGRATE", "127.0.0.1", "1", "", "0", "1000", "KEYS", "b", "{b}1"), ("MIGRATE", "127.0.0.1", "1", "", "0", "1000",
     "KEYS", "b", "a"), ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "KEYS", "b"), ("MIGRATE", "127.0.0.1", "1", "b"),
     ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "FOO"), ("MIGRATE", "127.0.0.1", "x", "b", "0", "1000"),
+    ("BLPOP", "b", "k2", "0.01"), ("BLPOP", "b", "{b}1", "0.01"), ("ROLE",), ("WAIT", "0", "0"),
 ])
 def test_redirections_match(pair, cmd):
     pair(*cmd)
@@ -257,7 +258,11 @@ def test_scripts_keep_to_local_keys(pair):
         ("return redis.pcall('get', 'k1')", ["b"]), ("redis.call('set', 'b', 1); return redis.call('get', 'k2')", []),
         ("return redis.call('mget', 'k2', 'b')", []), ("return redis.pcall('mget', 'k2', 'b')", []),
         ("return redis.call('mget', 'b', '{b}1')", ["b"]), ("return redis.call('ping')", []),
-        ("return redis.call('get', '{a}1')", []),
+        ("return redis.call('get', '{a}1')", []), ("#!lua flags=no-cluster\nreturn 1", []),
+        ("#!lua flags=no-cluster\nreturn 1", ["b"]), ("#!lua flags=no-cluster\nreturn 1", ["a"]),
+        ("#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', 'k2')", ["b"]),
+        ("return redis.call('select', '1')", []), ("return redis.call('cluster', 'keyslot', 'a')", []),
+        ("return redis.call('publish', 'a', 'x')", []),
     ]:
         pair("EVAL", body, len(keys), *keys)
     pair("SCRIPT", "FLUSH")
