@@ -114,12 +114,9 @@ class Cluster:
             for a, b in ranges:
                 for s in range(a, b + 1):
                     self.slots[s] = node
+        self.ok = None not in self.slots  # every slot has an owner (cluster_state:ok); see slots_changed
 
     # ---- views --------------------------------------------------------------
-    @property
-    def ok(self) -> bool:
-        return None not in self.slots
-
     def slot_ranges(self) -> list[tuple[int, int, Node]]:
         """Runs of consecutive slots with the same owner, in slot order (CLUSTER SLOTS)."""
         out: list[tuple[int, int, Node]] = []
@@ -151,8 +148,23 @@ class Cluster:
             if client.multi is None:
                 return None
             return self.locate(client.db, client.multi, asking)
-        if not _kind(cmd):
+        k = _KIND.get(cmd)
+        if k is None:
+            k = _kind(cmd)
+        if not k:
             return None
+        if k == 1 and cmd.first_key == cmd.last_key and self.ok and not self.migrating and not self.importing:
+            # one key, every slot served, none moving: the slot's owner answers
+            i = cmd.first_key
+            if i >= len(argv):
+                return None
+            s = key_slot(argv[i])
+            n = self.slots[s]
+            if n is self.myself:
+                return None
+            if n is None:
+                return UNBOUND
+            return RedisError(b"MOVED %d %s" % (s, n.addr))
         return self.locate(client.db, ((cmd, argv),), asking)
 
     def locate(self, db: Any, cmds: Any, asking: bool, script: bool = False) -> RedisError | None:
@@ -229,6 +241,7 @@ class Cluster:
     def slots_changed(self) -> None:
         """After a change of slot owners: kept in the file when respqueue generated it (``--shards``), so a
         restarted node comes back with the slots it had, as a Redis node reads its nodes.conf."""
+        self.ok = None not in self.slots
         if not self.autosave or self._save_pending:
             return
         try:
@@ -259,6 +272,7 @@ class Cluster:
             self.current_epoch = 0
         self.nodes = {me.id: me}
         self.slots = [None] * SLOTS
+        self.ok = False
         self.migrating.clear()
         self.importing.clear()
 
