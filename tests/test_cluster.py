@@ -426,3 +426,50 @@ def test_saveconfig_writes_the_nodes_view(node, tmp_path):
     assert [(n.port, r) for n, r in saved[1:]] == [(node.ports[1], [(5461, 10922)]), (node.ports[2], [(10923, 16383)])]
     with open(path, "w") as fh:
         fh.write(original)
+
+
+def test_node_finds_itself_by_its_own_address(tmp_path):
+    """Nodes on different machines often share a port: listening on 0.0.0.0, a node picks the entry whose
+    host is one of its own addresses (192.0.2.1 is a documentation address, never local)."""
+    base = free_port_range(1)
+    path = str(tmp_path / "c.toml")
+    with open(path, "w") as fh:
+        fh.write(f'[[node]]\nhost = "192.0.2.1"\nport = {base}\nslots = "0-8191"\n\n'
+                 f'[[node]]\nhost = "127.0.0.1"\nport = {base}\nslots = "8192-16383"\n')
+    srv = start_respqueue("--host", "0.0.0.0", "--cluster-config", path, "--durability", "memory", port=base)
+    try:
+        c = RawConn(base)
+        assert c.call_raw("GET", "a") == b"$-1\r\n"  # slot 15495: this node
+        assert c.call_raw("GET", "b") == b"-MOVED 3300 192.0.2.1:%d\r\n" % base
+        nodes = c.call_raw("CLUSTER", "NODES").decode()
+        assert f"127.0.0.1:{base}@{base + 10000} myself,master" in nodes
+        c.close()
+    finally:
+        srv.stop()
+
+
+def test_cluster_reset_forgets_the_cluster(tmp_path):
+    base = free_port_range(2)
+    path = str(tmp_path / "c.toml")
+    write_cluster_file(path, [base, base + 1], ["0-8191", "8192-16383"])
+    srv = start_respqueue("--cluster-config", path, "--durability", "memory", port=base)
+    try:
+        c = RawConn(base)
+        myid = c.call_raw("CLUSTER", "MYID")
+        assert c.call_raw("SET", "b", "1") == b"+OK\r\n"
+        assert c.call_raw("CLUSTER", "RESET") == b"-ERR CLUSTER RESET can't be called with master nodes containing keys\r\n"
+        c.call_raw("FLUSHALL")
+        assert c.call_raw("CLUSTER", "RESET", "SOFT") == b"+OK\r\n"
+        assert c.call_raw("CLUSTER", "MYID") == myid
+        info = c.call_raw("CLUSTER", "INFO")
+        assert b"cluster_state:fail" in info and b"cluster_known_nodes:1\r\n" in info and b"cluster_slots_assigned:0" in info
+        assert c.call_raw("GET", "b") == b"-CLUSTERDOWN Hash slot not served\r\n"
+        assert c.call_raw("CLUSTER", "SLOTS") == b"*0\r\n"
+        assert c.call_raw("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+        assert c.call_raw("GET", "b") == b"$-1\r\n"
+        c.call_raw("CLUSTER", "FLUSHSLOTS")
+        assert c.call_raw("CLUSTER", "RESET", "HARD") == b"+OK\r\n"
+        assert c.call_raw("CLUSTER", "MYID") != myid
+        c.close()
+    finally:
+        srv.stop()

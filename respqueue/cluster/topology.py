@@ -354,6 +354,24 @@ def is_generated(path: str) -> bool:
         return False
 
 
+def _is_local(host: str) -> bool:
+    """Whether ``host`` is an address of this machine (it can be bound)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    for fam, typ, proto, _, addr in infos:
+        try:
+            with socket.socket(fam, typ, proto) as s:
+                s.bind((addr[0], 0))
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def build(config: Any, port: int) -> Cluster:
     """The cluster this server is a node of: from ``cluster_config``, or a one-node cluster serving every slot."""
     host = (config.host or "127.0.0.1").split()[0]
@@ -370,7 +388,10 @@ def build(config: Any, port: int) -> Cluster:
         names = set(config.host.split()) if config.host else set()
         if announce:
             names = {announce}
-        mine = [n for n in mine if n.host in names]
+        named = [n for n in mine if n.host in names]
+        # listening on every address (0.0.0.0) and not told which host it is: the node whose host is one
+        # of this machine's own addresses
+        mine = named or [n for n in mine if _is_local(n.host)]
     if len(mine) != 1:
         raise ValueError(
             f"{config.cluster_config}: no single node with port {port}"
