@@ -345,3 +345,25 @@ def test_redis_cli_reshard_and_rebalance_move_slots_and_keys():
     finally:
         rc.close()
         s.stop()
+
+
+def _pubsub_round(ports: list[int]) -> list[bytes]:
+    """A subscriber (channel and pattern) on the last node, PUBLISH on the first and on the last node."""
+    sub = RawConn(ports[-1])
+    out = [sub.call_raw("SUBSCRIBE", "news"), sub.call_raw("PSUBSCRIBE", "ne*")]
+    pub = RawConn(ports[0])
+    out.append(pub.call_raw("PUBLISH", "news", "from the first node"))
+    out += [sub.read_raw(), sub.read_raw()]
+    local = RawConn(ports[-1])
+    out.append(local.call_raw("PUBLISH", "news", "from the same node"))
+    out += [sub.read_raw(), sub.read_raw()]
+    out.append(pub.call_raw("EVAL", "return redis.call('publish', 'news', 'from a script')", "0"))
+    out += [sub.read_raw(), sub.read_raw()]
+    for c in (sub, pub, local):
+        c.close()
+    return out
+
+
+@needs_redis
+def test_publish_reaches_every_node_as_in_redis_cluster(shards, real):
+    assert _pubsub_round(shards.ports) == _pubsub_round(real.ports)

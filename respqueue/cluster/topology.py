@@ -109,6 +109,7 @@ class Cluster:
         self.path: str | None = None  # the cluster file this view came from
         self.autosave = False  # slot changes are written back to it (a file respqueue generated)
         self._save_pending = False
+        self.bus: Any = None  # respqueue.cluster.bus.Bus: PUBLISH to the other nodes (set by build)
         for nid, ranges in (owners or {}).items():
             node = nodes[nid]
             for a, b in ranges:
@@ -399,6 +400,9 @@ def build(config: Any, port: int) -> Cluster:
             + ": this server is not in the cluster file"
         )
     cl = Cluster(nodes, mine[0], {i: r for i, (_, r) in enumerate(entries)})
+    from .bus import Bus
+
+    cl.bus = Bus(cl, config.requirepass)
     cl.path = config.cluster_config
     cl.autosave = is_generated(config.cluster_config)
     return cl

@@ -394,6 +394,15 @@ _HELP = [
 ]
 
 
+@subcommand("cluster", "publishfwd", 4, "loading stale fast")
+def cluster_publishfwd(c: Any, argv: list[bytes]) -> Any:
+    """A PUBLISH made on another node (respqueue/cluster/bus.py): for this node's subscribers only."""
+    _cluster(c)
+    from .pubsub import publish_message
+
+    return publish_message(c, argv[2], argv[3])
+
+
 @subcommand("cluster", "help", 2, "loading stale")
 def cluster_help(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
