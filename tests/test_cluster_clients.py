@@ -367,3 +367,23 @@ def _pubsub_round(ports: list[int]) -> list[bytes]:
 @needs_redis
 def test_publish_reaches_every_node_as_in_redis_cluster(shards, real):
     assert _pubsub_round(shards.ports) == _pubsub_round(real.ports)
+
+
+def test_shard_that_cannot_start_stops_the_supervisor(tmp_path):
+    """A shard that keeps dying (here: its port is taken) is restarted a few times, then everything stops."""
+    import socket
+
+    from .cluster_servers import env, free_port_range
+
+    base = free_port_range(2)
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", base + 1))
+    blocker.listen()
+    try:
+        p = subprocess.run([sys.executable, "-m", "respqueue", "serve", "--port", str(base), "--shards", "2",
+                            "--dir", str(tmp_path), "--durability", "memory"], capture_output=True, text=True,
+                           timeout=120, env=env())
+    finally:
+        blocker.close()
+    assert p.returncode == 1
+    assert "shard 1 died 5 times" in p.stderr
