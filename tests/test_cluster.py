@@ -473,3 +473,35 @@ def test_cluster_reset_forgets_the_cluster(tmp_path):
         c.close()
     finally:
         srv.stop()
+
+
+def test_migrate_between_standalone_servers(r, ref, redis_ref):
+    """MIGRATE outside cluster mode, from respqueue to a Redis server: every type, TTL, COPY, REPLACE, BUSYKEY."""
+    ref.flushall()
+    r.set("s", "v", px=50000)
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    r.rpush("l", *range(700))
+    r.sadd("set", "x", "y")
+    r.zadd("z", {"a": 1.25, "b": float("-inf")})
+    r.xadd("x", {"f": "1"}, id="5-1")
+    r.xgroup_create("x", "g", id="0")
+    r.xreadgroup("g", "c", {"x": ">"})
+    port = redis_ref.port
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", "s", "h", "l", "set", "z", "x") == b"OK"
+    assert r.dbsize() == 0
+    assert ref.get("s") == b"v" and 0 < ref.pttl("s") <= 50000
+    assert ref.hgetall("h") == {b"a": b"1", b"b": b"2"}
+    assert ref.lrange("l", 0, -1) == [str(i).encode() for i in range(700)]
+    assert ref.smembers("set") == {b"x", b"y"}
+    assert ref.zrange("z", 0, -1, withscores=True) == [(b"b", float("-inf")), (b"a", 1.25)]
+    assert ref.xrange("x") == [(b"5-1", {b"f": b"1"})]
+    assert ref.xpending("x", "g")["pending"] == 1
+    r.set("s", "again")
+    with pytest.raises(Exception, match="BUSYKEY Target key name already exists"):
+        r.execute_command("MIGRATE", "127.0.0.1", port, "s", 0, 5000, "COPY")
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "s", 0, 5000, "COPY", "REPLACE") == b"OK"
+    assert r.get("s") == b"again" and ref.get("s") == b"again"
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "nosuch", 0, 5000) == b"NOKEY"
+    with pytest.raises(Exception, match="IOERR error or timeout connecting to the client"):
+        r.execute_command("MIGRATE", "127.0.0.1", 1, "s", 0, 1000)
+    ref.flushall()
