@@ -387,3 +387,12 @@ def test_shard_that_cannot_start_stops_the_supervisor(tmp_path):
         blocker.close()
     assert p.returncode == 1
     assert "shard 1 died 5 times" in p.stderr
+
+
+def test_shards_stop_when_the_supervisor_is_killed():
+    s = Shards(2, "--durability", "memory")
+    pids = [shard_pid(p) for p in s.ports]
+    s.proc.kill()
+    s.proc.wait()
+    wait_until(lambda: not any(alive(p) for p in pids))
+    s.stop()

@@ -95,6 +95,16 @@ def cluster_file_for(cfg: Config, n: int) -> str:
     return os.path.abspath(path)
 
 
+def _term_with_parent() -> None:
+    """In a shard, before exec: SIGTERM it (a clean stop) if the supervisor dies (Linux PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Supervisor:
     def __init__(self, cfg: Config, n: int) -> None:
         self.cfg = cfg
@@ -121,7 +131,8 @@ class Supervisor:
 
     def spawn(self, k: int) -> None:
         self.procs[k] = subprocess.Popen(
-            [sys.executable, "-m", "respqueue", "serve"], env=self.child_env(k, self.cluster_file)
+            [sys.executable, "-m", "respqueue", "serve"], env=self.child_env(k, self.cluster_file),
+            preexec_fn=_term_with_parent,
         )
         log.info("shard %d: pid %d, port %d", k, self.procs[k].pid, self.cfg.port + k)  # type: ignore[union-attr]
 
