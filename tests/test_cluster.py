@@ -400,6 +400,9 @@ def test_moved_address_is_the_owner(node):
     assert c.call_raw("GET", "c") == b"-MOVED 7365 127.0.0.1:%d\r\n" % node.ports[1]
     assert c.call_raw("GET", "a") == b"-MOVED 15495 127.0.0.1:%d\r\n" % node.ports[2]
     assert re.match(rb"\$40\r\n[0-9a-f]{40}\r\n", c.call_raw("CLUSTER", "MYID"))
+    shard = c.call_raw("CLUSTER", "MYSHARDID")  # Redis 7.2 (the reference, 7.0, lacks it)
+    assert re.match(rb"\$40\r\n[0-9a-f]{40}\r\n", shard) and shard != c.call_raw("CLUSTER", "MYID")
+    assert c.call_raw("CLUSTER", "MYSHARDID") == shard
     c.close()
 
 

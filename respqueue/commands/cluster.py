@@ -125,6 +125,14 @@ def cluster_myid(c: Any, argv: list[bytes]) -> Any:
     return _cluster(c).myself.id.encode()
 
 
+@subcommand("cluster", "myshardid", 2, "loading stale")
+def cluster_myshardid(c: Any, argv: list[bytes]) -> Any:
+    """Redis 7.2's shard id; a shard here is one master (no replicas), so it follows from the node id."""
+    import hashlib
+
+    return hashlib.sha1(b"respqueue-shard " + _cluster(c).myself.id.encode()).hexdigest().encode()
+
+
 @subcommand("cluster", "links", 2, "stale")
 def cluster_links(c: Any, argv: list[bytes]) -> Any:
     _cluster(c)
