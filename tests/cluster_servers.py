@@ -55,12 +55,31 @@ class RedisCluster:
         assert exe is not None
         for p in self.ports:
             wd = tempfile.mkdtemp(prefix="redis-cluster-")
-            argv = [exe, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", wd,
-                    "--cluster-enabled", "yes", "--cluster-config-file", os.path.join(wd, "nodes.conf")]
+            argv = [
+                exe,
+                "--port",
+                str(p),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                wd,
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                os.path.join(wd, "nodes.conf"),
+            ]
             self.procs.append(ServerProcess(argv, p, wd))
         addrs = [f"127.0.0.1:{p}" for p in self.ports]
-        r = subprocess.run(["redis-cli", "--cluster", "create", *addrs, "--cluster-replicas", "0", "--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            ["redis-cli", "--cluster", "create", *addrs, "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if r.returncode != 0:
             self.stop()
             raise RuntimeError("redis-cli --cluster create failed: " + r.stdout + r.stderr)
@@ -102,8 +121,19 @@ class Shards:
         self.dir = os.path.join(self.workdir, "data")
         self.log_path = os.path.join(self.workdir, "supervisor.log")
         self.log = open(self.log_path, "ab")
-        argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(self.base), "--dir", self.dir,
-                "--shards", str(n), *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "respqueue",
+            "serve",
+            "--port",
+            str(self.base),
+            "--dir",
+            self.dir,
+            "--shards",
+            str(n),
+            *extra,
+        ]
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.workdir, env=env())
         try:
             for p in self.ports:

@@ -49,8 +49,6 @@ def node(tmp_path_factory):
     srv.stop()
 
 
-
-
 def node_ids(port: int) -> dict[int, bytes]:
     c = RawConn(port)
     raw = c.call_raw("CLUSTER", "NODES")
@@ -73,9 +71,12 @@ class Pair:
             ids = node_ids(ports[0])
             subs = []
             for k, p in enumerate(ports):
-                subs += [(b"127.0.0.1:%d@%d" % (p, p + 10000), b"ADDR%d@BUS" % k),
-                         (b"127.0.0.1:%d" % p, b"ADDR%d" % k), (b":%d\r\n" % p, b":PORT%d\r\n" % k),
-                         (ids[p], b"ID%d" % k)]
+                subs += [
+                    (b"127.0.0.1:%d@%d" % (p, p + 10000), b"ADDR%d@BUS" % k),
+                    (b"127.0.0.1:%d" % p, b"ADDR%d" % k),
+                    (b":%d\r\n" % p, b":PORT%d\r\n" % k),
+                    (ids[p], b"ID%d" % k),
+                ]
             self.maps.append(subs)
         self.ours = RawConn(ours_ports[0])
         self.theirs = RawConn(their_ports[0])
@@ -114,8 +115,24 @@ def pair(node, real):
 
 def test_keyslot_many_keys(pair):
     rnd = random.Random(14)
-    keys = [b"", b"{", b"}", b"{}", b"{}x", b"x{}", b"{a", b"a}", b"}{a}", b"{{a}}", b"a{b}{c}", b"{user1000}.following",
-            b"bull:{q}:wait", b"{bull}:q:1", b"\x00\xff{\x00}", "ключ".encode()]
+    keys = [
+        b"",
+        b"{",
+        b"}",
+        b"{}",
+        b"{}x",
+        b"x{}",
+        b"{a",
+        b"a}",
+        b"}{a}",
+        b"{{a}}",
+        b"a{b}{c}",
+        b"{user1000}.following",
+        b"bull:{q}:wait",
+        b"{bull}:q:1",
+        b"\x00\xff{\x00}",
+        "ключ".encode(),
+    ]
     for _ in range(400):
         n = rnd.randint(0, 24)
         k = bytes(rnd.choice(b"ab{}:xyz019\x00\xff") for _ in range(n))
@@ -135,36 +152,90 @@ def test_python_key_slot_matches_redis(pair):
         assert b":%d\r\n" % key_slot(k) == pair.theirs.call_raw("CLUSTER", "KEYSLOT", k)
 
 
-@pytest.mark.parametrize("cmd", [
-    ("GET", "foo"), ("GET", "b"), ("SET", "c", "1"), ("MGET", "a", "b"), ("MGET", "{a}x", "{a}y"),
-    ("MSET", "b", "1", "{b}2", "2"), ("MSET", "b", "1", "k2", "2"), ("DEL", "b", "a"), ("XREAD", "STREAMS", "a", "b", "0", "0"),
-    ("XREAD", "STREAMS", "b", "0"), ("ZUNIONSTORE", "b", "2", "{b}1", "{b}2"), ("ZUNIONSTORE", "b", "2", "{b}1", "a"),
-    ("BLMPOP", "0.01", "2", "b", "k2", "LEFT"), ("EVAL", "return 1", "2", "a", "b"), ("EVAL", "return 1", "1", "a"),
-    ("EVAL", "return 1", "0"), ("EVAL", "return 1", "x"), ("PING",), ("DBSIZE",),
-    ("SELECT", "1"), ("SELECT", "0"), ("SELECT", "x"), ("SWAPDB", "0", "1"), ("MOVE", "a", "1"), ("MOVE", "b", "1"),
-    ("COPY", "a", "c", "DB", "1"), ("COPY", "b", "{b}c", "DB", "1"), ("READONLY",), ("READWRITE",), ("ASKING",),
-    ("INFO", "cluster"), ("SPUBLISH", "a", "x"), ("SPUBLISH", "b", "x"), ("WATCH", "a"), ("WATCH", "b", "k2"),
-    ("OBJECT", "ENCODING", "a"), ("XINFO", "STREAM", "a"), ("GETKEYS",),
-    ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000"), ("MIGRATE", "127.0.0.1", "1", "a", "0", "1000"),
-    ("MIGRATE", "127.0.0.1", "1", "", "0", "1000", "KEYS", "b", "{b}1"), ("MIGRATE", "127.0.0.1", "1", "", "0", "1000",
-    "KEYS", "b", "a"), ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "KEYS", "b"), ("MIGRATE", "127.0.0.1", "1", "b"),
-    ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "FOO"), ("MIGRATE", "127.0.0.1", "x", "b", "0", "1000"),
-    ("BLPOP", "b", "k2", "0.01"), ("BLPOP", "b", "{b}1", "0.01"), ("ROLE",), ("WAIT", "0", "0"),
-])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ("GET", "foo"),
+        ("GET", "b"),
+        ("SET", "c", "1"),
+        ("MGET", "a", "b"),
+        ("MGET", "{a}x", "{a}y"),
+        ("MSET", "b", "1", "{b}2", "2"),
+        ("MSET", "b", "1", "k2", "2"),
+        ("DEL", "b", "a"),
+        ("XREAD", "STREAMS", "a", "b", "0", "0"),
+        ("XREAD", "STREAMS", "b", "0"),
+        ("ZUNIONSTORE", "b", "2", "{b}1", "{b}2"),
+        ("ZUNIONSTORE", "b", "2", "{b}1", "a"),
+        ("BLMPOP", "0.01", "2", "b", "k2", "LEFT"),
+        ("EVAL", "return 1", "2", "a", "b"),
+        ("EVAL", "return 1", "1", "a"),
+        ("EVAL", "return 1", "0"),
+        ("EVAL", "return 1", "x"),
+        ("PING",),
+        ("DBSIZE",),
+        ("SELECT", "1"),
+        ("SELECT", "0"),
+        ("SELECT", "x"),
+        ("SWAPDB", "0", "1"),
+        ("MOVE", "a", "1"),
+        ("MOVE", "b", "1"),
+        ("COPY", "a", "c", "DB", "1"),
+        ("COPY", "b", "{b}c", "DB", "1"),
+        ("READONLY",),
+        ("READWRITE",),
+        ("ASKING",),
+        ("INFO", "cluster"),
+        ("SPUBLISH", "a", "x"),
+        ("SPUBLISH", "b", "x"),
+        ("WATCH", "a"),
+        ("WATCH", "b", "k2"),
+        ("OBJECT", "ENCODING", "a"),
+        ("XINFO", "STREAM", "a"),
+        ("GETKEYS",),
+        ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000"),
+        ("MIGRATE", "127.0.0.1", "1", "a", "0", "1000"),
+        ("MIGRATE", "127.0.0.1", "1", "", "0", "1000", "KEYS", "b", "{b}1"),
+        ("MIGRATE", "127.0.0.1", "1", "", "0", "1000", "KEYS", "b", "a"),
+        ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "KEYS", "b"),
+        ("MIGRATE", "127.0.0.1", "1", "b"),
+        ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "FOO"),
+        ("MIGRATE", "127.0.0.1", "x", "b", "0", "1000"),
+        ("BLPOP", "b", "k2", "0.01"),
+        ("BLPOP", "b", "{b}1", "0.01"),
+        ("ROLE",),
+        ("WAIT", "0", "0"),
+    ],
+)
 def test_redirections_match(pair, cmd):
     pair(*cmd)
 
 
 def test_cluster_subcommand_errors_match(pair):
-    for cmd in [("CLUSTER", "KEYSLOT"), ("CLUSTER", "FOO"), ("CLUSTER", "COUNTKEYSINSLOT", "16384"),
-                ("CLUSTER", "COUNTKEYSINSLOT", "-1"), ("CLUSTER", "COUNTKEYSINSLOT", "x"),
-                ("CLUSTER", "GETKEYSINSLOT", "1", "-1"), ("CLUSTER", "GETKEYSINSLOT", "16384", "1"),
-                ("CLUSTER", "GETKEYSINSLOT", "1", "x"), ("CLUSTER", "COUNT-FAILURE-REPORTS", "nosuch"),
-                ("CLUSTER", "SETSLOT", "16384", "STABLE"), ("CLUSTER", "SETSLOT", "1", "STABLE", "x"),
-                ("CLUSTER", "SETSLOT", "1", "FOO"), ("CLUSTER", "SETSLOT", "1", "MIGRATING", "nosuch"),
-                ("CLUSTER", "SETSLOT", "1", "NODE", "nosuch"), ("CLUSTER", "HELP"), ("CLUSTER", "MYID", "x"),
-                ("CLUSTER", "MYID"), ("CLUSTER", "RESET", "x"), ("CLUSTER", "ADDSLOTS", "1"), ("CLUSTER", "DELSLOTS", "x"),
-                ("CLUSTER", "ADDSLOTSRANGE", "1"), ("CLUSTER", "REPLICAS", "nosuch")]:
+    for cmd in [
+        ("CLUSTER", "KEYSLOT"),
+        ("CLUSTER", "FOO"),
+        ("CLUSTER", "COUNTKEYSINSLOT", "16384"),
+        ("CLUSTER", "COUNTKEYSINSLOT", "-1"),
+        ("CLUSTER", "COUNTKEYSINSLOT", "x"),
+        ("CLUSTER", "GETKEYSINSLOT", "1", "-1"),
+        ("CLUSTER", "GETKEYSINSLOT", "16384", "1"),
+        ("CLUSTER", "GETKEYSINSLOT", "1", "x"),
+        ("CLUSTER", "COUNT-FAILURE-REPORTS", "nosuch"),
+        ("CLUSTER", "SETSLOT", "16384", "STABLE"),
+        ("CLUSTER", "SETSLOT", "1", "STABLE", "x"),
+        ("CLUSTER", "SETSLOT", "1", "FOO"),
+        ("CLUSTER", "SETSLOT", "1", "MIGRATING", "nosuch"),
+        ("CLUSTER", "SETSLOT", "1", "NODE", "nosuch"),
+        ("CLUSTER", "HELP"),
+        ("CLUSTER", "MYID", "x"),
+        ("CLUSTER", "MYID"),
+        ("CLUSTER", "RESET", "x"),
+        ("CLUSTER", "ADDSLOTS", "1"),
+        ("CLUSTER", "DELSLOTS", "x"),
+        ("CLUSTER", "ADDSLOTSRANGE", "1"),
+        ("CLUSTER", "REPLICAS", "nosuch"),
+    ]:
         pair(*cmd)
 
 
@@ -253,15 +324,23 @@ def test_countkeysinslot_getkeysinslot(pair):
 
 def test_scripts_keep_to_local_keys(pair):
     for body, keys in [
-        ("return redis.call('get', KEYS[1])", ["a"]), ("return redis.call('get', 'b')", []),
-        ("return redis.call('get', 'a')", []), ("return redis.call('get', 'k1')", ["b"]),
-        ("return redis.pcall('get', 'k1')", ["b"]), ("redis.call('set', 'b', 1); return redis.call('get', 'k2')", []),
-        ("return redis.call('mget', 'k2', 'b')", []), ("return redis.pcall('mget', 'k2', 'b')", []),
-        ("return redis.call('mget', 'b', '{b}1')", ["b"]), ("return redis.call('ping')", []),
-        ("return redis.call('get', '{a}1')", []), ("#!lua flags=no-cluster\nreturn 1", []),
-        ("#!lua flags=no-cluster\nreturn 1", ["b"]), ("#!lua flags=no-cluster\nreturn 1", ["a"]),
+        ("return redis.call('get', KEYS[1])", ["a"]),
+        ("return redis.call('get', 'b')", []),
+        ("return redis.call('get', 'a')", []),
+        ("return redis.call('get', 'k1')", ["b"]),
+        ("return redis.pcall('get', 'k1')", ["b"]),
+        ("redis.call('set', 'b', 1); return redis.call('get', 'k2')", []),
+        ("return redis.call('mget', 'k2', 'b')", []),
+        ("return redis.pcall('mget', 'k2', 'b')", []),
+        ("return redis.call('mget', 'b', '{b}1')", ["b"]),
+        ("return redis.call('ping')", []),
+        ("return redis.call('get', '{a}1')", []),
+        ("#!lua flags=no-cluster\nreturn 1", []),
+        ("#!lua flags=no-cluster\nreturn 1", ["b"]),
+        ("#!lua flags=no-cluster\nreturn 1", ["a"]),
         ("#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', 'k2')", ["b"]),
-        ("return redis.call('select', '1')", []), ("return redis.call('cluster', 'keyslot', 'a')", []),
+        ("return redis.call('select', '1')", []),
+        ("return redis.call('cluster', 'keyslot', 'a')", []),
         ("return redis.call('publish', 'a', 'x')", []),
     ]:
         pair("EVAL", body, len(keys), *keys)
@@ -290,11 +369,19 @@ def test_migrating_and_importing_slot(pair):
     for side, conn in ((0, pair.ours), (1, pair.theirs)):
         assert conn.call_raw("CLUSTER", "SETSLOT", "3300", "MIGRATING", pair.node_id(side, 1)) == b"+OK\r\n"
     try:
-        for cmd in [("GET", "b"), ("GET", "{b}x"), ("MGET", "b", "{b}x"), ("MGET", "{b}y", "{b}x"), ("SET", "{b}z", "1"),
-                    ("EVAL", "return redis.call('get', KEYS[1])", "1", "{b}x"),
-                    ("EVAL", "return redis.call('get', '{b}x')", "0"), ("CLUSTER", "COUNTKEYSINSLOT", "3300"),
-                    ("CLUSTER", "SETSLOT", "3300", "MIGRATING", "nosuch"), ("CLUSTER", "SETSLOT", "3300", "IMPORTING", "x"),
-                    ("CLUSTER", "SETSLOT", "100", "IMPORTING", pair.node_id(0, 1).decode())]:
+        for cmd in [
+            ("GET", "b"),
+            ("GET", "{b}x"),
+            ("MGET", "b", "{b}x"),
+            ("MGET", "{b}y", "{b}x"),
+            ("SET", "{b}z", "1"),
+            ("EVAL", "return redis.call('get', KEYS[1])", "1", "{b}x"),
+            ("EVAL", "return redis.call('get', '{b}x')", "0"),
+            ("CLUSTER", "COUNTKEYSINSLOT", "3300"),
+            ("CLUSTER", "SETSLOT", "3300", "MIGRATING", "nosuch"),
+            ("CLUSTER", "SETSLOT", "3300", "IMPORTING", "x"),
+            ("CLUSTER", "SETSLOT", "100", "IMPORTING", pair.node_id(0, 1).decode()),
+        ]:
             if cmd[-1] == pair.node_id(0, 1).decode():
                 a = pair.norm(0, pair.ours.call_raw(*cmd))
                 b = pair.norm(1, pair.theirs.call_raw(*cmd[:-1], pair.node_id(1, 1)))
@@ -313,12 +400,30 @@ def test_migrating_and_importing_slot(pair):
     for side, conn in ((0, pair.ours), (1, pair.theirs)):
         assert conn.call_raw("CLUSTER", "SETSLOT", "7365", "IMPORTING", pair.node_id(side, 1)) == b"+OK\r\n"
     try:
-        for cmd in [("GET", "c"), ("ASKING",), ("GET", "c"), ("GET", "c"), ("ASKING",), ("SET", "c", "1"),
-                    ("ASKING",), ("MGET", "c", "{c}1"), ("ASKING",), ("MGET", "c", "c"),
-                    ("ASKING",), ("MULTI",), ("SET", "c", "2"), ("GET", "c"), ("EXEC",), ("GET", "c"),
-                    ("ASKING",), ("EVAL", "return redis.call('get', KEYS[1])", "1", "c"),
-                    ("ASKING",), ("EVAL", "return redis.call('get', 'c')", "0"),
-                    ("ASKING",), ("EVAL", "return redis.call('get', '{c}9')", "1", "c")]:
+        for cmd in [
+            ("GET", "c"),
+            ("ASKING",),
+            ("GET", "c"),
+            ("GET", "c"),
+            ("ASKING",),
+            ("SET", "c", "1"),
+            ("ASKING",),
+            ("MGET", "c", "{c}1"),
+            ("ASKING",),
+            ("MGET", "c", "c"),
+            ("ASKING",),
+            ("MULTI",),
+            ("SET", "c", "2"),
+            ("GET", "c"),
+            ("EXEC",),
+            ("GET", "c"),
+            ("ASKING",),
+            ("EVAL", "return redis.call('get', KEYS[1])", "1", "c"),
+            ("ASKING",),
+            ("EVAL", "return redis.call('get', 'c')", "0"),
+            ("ASKING",),
+            ("EVAL", "return redis.call('get', '{c}9')", "1", "c"),
+        ]:
             pair(*cmd)
         a, b = pair.both("CLUSTER", "NODES")
         assert b"[7365-<-ID1]" in a
@@ -329,8 +434,15 @@ def test_migrating_and_importing_slot(pair):
 
 
 def test_unassigned_slot_is_clusterdown(pair):
-    for cmd in [("CLUSTER", "DELSLOTS", "100"), ("GET", "{06S}"), ("GET", "b"), ("PING",), ("CLUSTER", "DELSLOTS", "100"),
-                ("CLUSTER", "DELSLOTSRANGE", "100", "99"), ("CLUSTER", "ADDSLOTS", "100", "100")]:
+    for cmd in [
+        ("CLUSTER", "DELSLOTS", "100"),
+        ("GET", "{06S}"),
+        ("GET", "b"),
+        ("PING",),
+        ("CLUSTER", "DELSLOTS", "100"),
+        ("CLUSTER", "DELSLOTSRANGE", "100", "99"),
+        ("CLUSTER", "ADDSLOTS", "100", "100"),
+    ]:
         pair(*cmd)
     a, b = pair.both("CLUSTER", "INFO")
     assert b"cluster_state:fail" in a and b"cluster_state:fail" in b
@@ -342,8 +454,16 @@ def test_unassigned_slot_is_clusterdown(pair):
 
 
 def test_cluster_commands_when_disabled(diff):
-    for cmd in [("CLUSTER", "INFO"), ("CLUSTER", "KEYSLOT", "x"), ("CLUSTER", "HELP"), ("READONLY",), ("READWRITE",),
-                ("ASKING",), ("CLUSTER", "NOPE"), ("INFO", "cluster")]:
+    for cmd in [
+        ("CLUSTER", "INFO"),
+        ("CLUSTER", "KEYSLOT", "x"),
+        ("CLUSTER", "HELP"),
+        ("READONLY",),
+        ("READWRITE",),
+        ("ASKING",),
+        ("CLUSTER", "NOPE"),
+        ("INFO", "cluster"),
+    ]:
         diff(*cmd)
 
 
@@ -363,20 +483,27 @@ def test_one_node_cluster_serves_every_slot():
 
 
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "respqueue", "serve", *args], capture_output=True, text=True,
-                          timeout=60, env=env())
+    return subprocess.run(
+        [sys.executable, "-m", "respqueue", "serve", *args], capture_output=True, text=True, timeout=60, env=env()
+    )
 
 
-@pytest.mark.parametrize("text,message", [
-    ("", "no [[node]] tables"),
-    ("[[node]]\nport = 7000\nslots = '0-100'\n[[node]]\nport = 7001\nslots = '100-200'\n", "slot 100 is already served"),
-    ("[[node]]\nport = 7000\nslots = '0-16384'\n", "outside 0-16383"),
-    ("[[node]]\nport = 'x'\n", "port must be an integer"),
-    ("[[node]]\nport = 7000\nid = 'abc'\n", "id must be 40"),
-    ("[[node]]\nport = 7000\ncolor = 'red'\n", "unknown setting 'color'"),
-    ("[[node]]\nport = 7001\n", "not in the cluster file"),
-    ("[[node\n", "is not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "no [[node]] tables"),
+        (
+            "[[node]]\nport = 7000\nslots = '0-100'\n[[node]]\nport = 7001\nslots = '100-200'\n",
+            "slot 100 is already served",
+        ),
+        ("[[node]]\nport = 7000\nslots = '0-16384'\n", "outside 0-16383"),
+        ("[[node]]\nport = 'x'\n", "port must be an integer"),
+        ("[[node]]\nport = 7000\nid = 'abc'\n", "id must be 40"),
+        ("[[node]]\nport = 7000\ncolor = 'red'\n", "unknown setting 'color'"),
+        ("[[node]]\nport = 7001\n", "not in the cluster file"),
+        ("[[node\n", "is not valid TOML"),
+    ],
+)
 def test_bad_cluster_file(text, message):
     d = tempfile.mkdtemp(prefix="rq-clfile-")
     path = os.path.join(d, "c.toml")
@@ -437,8 +564,10 @@ def test_node_finds_itself_by_its_own_address(tmp_path):
     base = free_port_range(1)
     path = str(tmp_path / "c.toml")
     with open(path, "w") as fh:
-        fh.write(f'[[node]]\nhost = "192.0.2.1"\nport = {base}\nslots = "0-8191"\n\n'
-                 f'[[node]]\nhost = "127.0.0.1"\nport = {base}\nslots = "8192-16383"\n')
+        fh.write(
+            f'[[node]]\nhost = "192.0.2.1"\nport = {base}\nslots = "0-8191"\n\n'
+            f'[[node]]\nhost = "127.0.0.1"\nport = {base}\nslots = "8192-16383"\n'
+        )
     srv = start_respqueue("--host", "0.0.0.0", "--cluster-config", path, "--durability", "memory", port=base)
     try:
         c = RawConn(base)
@@ -460,12 +589,19 @@ def test_cluster_reset_forgets_the_cluster(tmp_path):
         c = RawConn(base)
         myid = c.call_raw("CLUSTER", "MYID")
         assert c.call_raw("SET", "b", "1") == b"+OK\r\n"
-        assert c.call_raw("CLUSTER", "RESET") == b"-ERR CLUSTER RESET can't be called with master nodes containing keys\r\n"
+        assert (
+            c.call_raw("CLUSTER", "RESET")
+            == b"-ERR CLUSTER RESET can't be called with master nodes containing keys\r\n"
+        )
         c.call_raw("FLUSHALL")
         assert c.call_raw("CLUSTER", "RESET", "SOFT") == b"+OK\r\n"
         assert c.call_raw("CLUSTER", "MYID") == myid
         info = c.call_raw("CLUSTER", "INFO")
-        assert b"cluster_state:fail" in info and b"cluster_known_nodes:1\r\n" in info and b"cluster_slots_assigned:0" in info
+        assert (
+            b"cluster_state:fail" in info
+            and b"cluster_known_nodes:1\r\n" in info
+            and b"cluster_slots_assigned:0" in info
+        )
         assert c.call_raw("GET", "b") == b"-CLUSTERDOWN Hash slot not served\r\n"
         assert c.call_raw("CLUSTER", "SLOTS") == b"*0\r\n"
         assert c.call_raw("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"

@@ -25,8 +25,10 @@ needs_node = pytest.mark.skipif(
     shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules", "bullmq")),
     reason="run `npm ci` in interop/ (and install node) for the Node client tests",
 )
-needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None or shutil.which("redis-cli") is None,
-                                 reason="redis-server and redis-cli are needed for the Redis Cluster reference")
+needs_redis = pytest.mark.skipif(
+    shutil.which("redis-server") is None or shutil.which("redis-cli") is None,
+    reason="redis-server and redis-cli are needed for the Redis Cluster reference",
+)
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +114,9 @@ def test_redis_py_cluster_client(shards):
 
 
 def run_node(what: str, ports: list[int]) -> dict:
-    p = subprocess.run(["node", "cluster_clients.js", what, *map(str, ports)], cwd=INTEROP, capture_output=True,
-                       text=True, timeout=180)
+    p = subprocess.run(
+        ["node", "cluster_clients.js", what, *map(str, ports)], cwd=INTEROP, capture_output=True, text=True, timeout=180
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout)
 
@@ -180,8 +183,9 @@ def test_sigterm_to_the_supervisor_stops_all():
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     from .cluster_servers import env
 
-    return subprocess.run([sys.executable, "-m", "respqueue", "cluster", *args], capture_output=True, text=True,
-                          timeout=60, env=env())
+    return subprocess.run(
+        [sys.executable, "-m", "respqueue", "cluster", *args], capture_output=True, text=True, timeout=60, env=env()
+    )
 
 
 def test_cluster_check_and_info_cli(shards):
@@ -224,10 +228,18 @@ def _fill_tagged(rc: PyCluster, tag: str) -> None:
 
 def _snapshot(rc: PyCluster, tag: str) -> list:
     x = f"{{{tag}}}x"
-    return [rc.hgetall(f"{{{tag}}}h"), rc.lrange(f"{{{tag}}}l", 0, -1), rc.smembers(f"{{{tag}}}s"),
-            rc.zrange(f"{{{tag}}}z", 0, -1, withscores=True), rc.xrange(x), rc.xinfo_groups(x),
-            rc.xpending_range(x, "g", "-", "+", 10)[0]["message_id"], rc.get(f"{{{tag}}}t"), rc.pttl(f"{{{tag}}}t") > 0,
-            rc.get(f"{{{tag}}}str")]
+    return [
+        rc.hgetall(f"{{{tag}}}h"),
+        rc.lrange(f"{{{tag}}}l", 0, -1),
+        rc.smembers(f"{{{tag}}}s"),
+        rc.zrange(f"{{{tag}}}z", 0, -1, withscores=True),
+        rc.xrange(x),
+        rc.xinfo_groups(x),
+        rc.xpending_range(x, "g", "-", "+", 10)[0]["message_id"],
+        rc.get(f"{{{tag}}}t"),
+        rc.pttl(f"{{{tag}}}t") > 0,
+        rc.get(f"{{{tag}}}str"),
+    ]
 
 
 def test_live_slot_migration_with_ask():
@@ -271,7 +283,8 @@ def test_live_slot_migration_with_ask():
         a.call_raw("SET", keys[6], "again")
         b.call_raw("CLUSTER", "SETSLOT", slot, "IMPORTING", aid)
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[6], "0", "5000", "COPY") == (
-            b"-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n")
+            b"-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n"
+        )
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[6], "0", "5000", "COPY", "REPLACE") == b"+OK\r\n"
         assert a.call_raw("GET", keys[6]) == b"$5\r\nagain\r\n"  # COPY keeps it here
         b.call_raw("ASKING")
@@ -297,9 +310,24 @@ def test_redis_cli_reshard_and_rebalance_move_slots_and_keys():
         before = _snapshot(rc, "k2")
         a, b = RawConn(s.ports[0]), RawConn(s.ports[1])
         aid, bid = a.call_raw("CLUSTER", "MYID")[5:45].decode(), b.call_raw("CLUSTER", "MYID")[5:45].decode()
-        p = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{s.ports[0]}", "--cluster-from", aid,
-                            "--cluster-to", bid, "--cluster-slots", "1000", "--cluster-yes"],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [
+                "redis-cli",
+                "--cluster",
+                "reshard",
+                f"127.0.0.1:{s.ports[0]}",
+                "--cluster-from",
+                aid,
+                "--cluster-to",
+                bid,
+                "--cluster-slots",
+                "1000",
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr
         assert b.call_raw("CLUSTER", "COUNTKEYSINSLOT", "449").startswith(b":7")
         assert a.call_raw("GET", "{k2}str") == b"-MOVED 449 127.0.0.1:%d\r\n" % s.ports[1]
@@ -332,11 +360,16 @@ def test_redis_cli_reshard_and_rebalance_move_slots_and_keys():
         assert _snapshot(rc3, "k2") == before
         rc3.close()
         # redis-cli --cluster rebalance evens the slots out again; redis-cli --cluster check agrees
-        p = subprocess.run(["redis-cli", "--cluster", "rebalance", f"127.0.0.1:{s.ports[0]}"], capture_output=True,
-                           text=True, timeout=300)
+        p = subprocess.run(
+            ["redis-cli", "--cluster", "rebalance", f"127.0.0.1:{s.ports[0]}"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr
-        p = subprocess.run(["redis-cli", "--cluster", "check", f"127.0.0.1:{s.ports[1]}"], capture_output=True,
-                           text=True, timeout=60)
+        p = subprocess.run(
+            ["redis-cli", "--cluster", "check", f"127.0.0.1:{s.ports[1]}"], capture_output=True, text=True, timeout=60
+        )
         assert p.returncode == 0 and "All nodes agree" in p.stdout and "(8192 slots)" in p.stdout, p.stdout
         rc4 = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
         assert [rc4.get(f"r{i}") for i in range(200)] == [str(i).encode() for i in range(200)]
@@ -380,9 +413,26 @@ def test_shard_that_cannot_start_stops_the_supervisor(tmp_path):
     blocker.bind(("127.0.0.1", base + 1))
     blocker.listen()
     try:
-        p = subprocess.run([sys.executable, "-m", "respqueue", "serve", "--port", str(base), "--shards", "2",
-                            "--dir", str(tmp_path), "--durability", "memory"], capture_output=True, text=True,
-                           timeout=120, env=env())
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "respqueue",
+                "serve",
+                "--port",
+                str(base),
+                "--shards",
+                "2",
+                "--dir",
+                str(tmp_path),
+                "--durability",
+                "memory",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env(),
+        )
     finally:
         blocker.close()
     assert p.returncode == 1

@@ -82,8 +82,15 @@ def cpu_seconds(roots: list[int]) -> float:
 class Group:
     """A server under test: its processes (CPU roots), the driver mode and ports."""
 
-    def __init__(self, name: str, mode: str, ports: list[int], procs: list[subprocess.Popen], workdirs: list[str],
-                 keep: list[Proc] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        mode: str,
+        ports: list[int],
+        procs: list[subprocess.Popen],
+        workdirs: list[str],
+        keep: list[Proc] | None = None,
+    ) -> None:
         self.name, self.mode, self.ports, self.procs, self.workdirs = name, mode, ports, procs, workdirs
         self.keep = keep or []
 
@@ -129,8 +136,22 @@ def rq_shards(n: int, durability: str) -> Group:
     wd = tempfile.mkdtemp(prefix="bench-shards-")
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(base), "--dir", os.path.join(wd, "data"),
-            "--shards", str(n), "--durability", durability, "--log-level", "warning"]
+    argv = [
+        sys.executable,
+        "-m",
+        "respqueue",
+        "serve",
+        "--port",
+        str(base),
+        "--dir",
+        os.path.join(wd, "data"),
+        "--shards",
+        str(n),
+        "--durability",
+        durability,
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(argv, cwd=wd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ports = [base + k for k in range(n)]
     for p in ports:
@@ -150,9 +171,30 @@ def redis_cluster(n: int) -> Group:
     for k in range(n):
         port = base + k
         wd = tempfile.mkdtemp(prefix="bench-rc-")
-        procs.append(subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                       "--dir", wd, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
-                                      cwd=wd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [
+                    exe,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    wd,
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ],
+                cwd=wd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         wds.append(wd)
         ports.append(port)
     for p in ports:
@@ -163,12 +205,17 @@ def redis_cluster(n: int) -> Group:
         subprocess.run([*cli, "cluster", "set-config-epoch", str(k + 1)], check=True, capture_output=True)
         subprocess.run([*cli, "cluster", "addslotsrange", str(a), str(b)], check=True, capture_output=True)
     for port in ports[1:]:
-        subprocess.run(["redis-cli", "-p", str(ports[0]), "cluster", "meet", "127.0.0.1", str(port)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["redis-cli", "-p", str(ports[0]), "cluster", "meet", "127.0.0.1", str(port)],
+            check=True,
+            capture_output=True,
+        )
     deadline = time.time() + 30
     while time.time() < deadline:
-        states = [subprocess.run(["redis-cli", "-p", str(p), "cluster", "info"], capture_output=True, text=True).stdout
-                  for p in ports]
+        states = [
+            subprocess.run(["redis-cli", "-p", str(p), "cluster", "info"], capture_output=True, text=True).stdout
+            for p in ports
+        ]
         if all("cluster_state:ok" in s and f"cluster_known_nodes:{n}" in s for s in states):
             break
         time.sleep(0.2)
@@ -181,8 +228,16 @@ def run_group(g: Group, tags: list[str], args: argparse.Namespace) -> dict:
     per = [tags[i :: args.procs] for i in range(args.procs)]
     extra = ["--jobs", str(args.jobs), "--concurrency", str(args.concurrency), "--inflight", str(args.inflight)]
     c0 = cpu_seconds(roots)
-    drivers = [subprocess.Popen(["node", DRIVER, g.mode, ",".join(map(str, g.ports)), ",".join(ts), *extra],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for ts in per if ts]
+    drivers = [
+        subprocess.Popen(
+            ["node", DRIVER, g.mode, ",".join(map(str, g.ports)), ",".join(ts), *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for ts in per
+        if ts
+    ]
     results = []
     for d in drivers:
         out, err = d.communicate(timeout=1800)
@@ -194,9 +249,13 @@ def run_group(g: Group, tags: list[str], args: argparse.Namespace) -> dict:
     secs = (max(r["end"] for r in results) - min(r["start"] for r in results)) / 1000
     pick = sorted(x for r in results for x in r["pickups"])
     return {
-        "server": g.name, "jobs": jobs, "seconds": secs, "jobs_per_s": jobs / secs if secs else 0.0,
+        "server": g.name,
+        "jobs": jobs,
+        "seconds": secs,
+        "jobs_per_s": jobs / secs if secs else 0.0,
         "cpu_s_per_1k": cpu / jobs * 1000 if jobs else 0.0,
-        "p50_pickup_ms": pick[len(pick) // 2] if pick else 0, "p99_pickup_ms": pick[int(len(pick) * 0.99)] if pick else 0,
+        "p50_pickup_ms": pick[len(pick) // 2] if pick else 0,
+        "p99_pickup_ms": pick[int(len(pick) * 0.99)] if pick else 0,
     }
 
 
@@ -213,11 +272,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     shard_counts = [int(x) for x in args.shards.split(",")]
     tags = balanced_tags(args.queues)
-    print(f"# cluster benchmark: {machine()}; {args.queues} queues x {args.jobs} jobs, {args.procs} driver processes,"
-          f" concurrency {args.concurrency}, inflight {args.inflight}, respqueue --durability {args.durability}")
+    print(
+        f"# cluster benchmark: {machine()}; {args.queues} queues x {args.jobs} jobs, {args.procs} driver processes,"
+        f" concurrency {args.concurrency}, inflight {args.inflight}, respqueue --durability {args.durability}"
+    )
     makers: list = []
     for n in shard_counts:
-        makers.append((lambda n=n: rq_single(args.durability)) if n == 1 else (lambda n=n: rq_shards(n, args.durability)))
+        makers.append(
+            (lambda n=n: rq_single(args.durability)) if n == 1 else (lambda n=n: rq_shards(n, args.durability))
+        )
     makers.append(redis_single)
     for n in shard_counts:
         if n > 1:
@@ -230,8 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             g.stop()
         r = rows[-1]
-        print(f"{r['server']:<20} {r['jobs_per_s']:>9.0f} jobs/s  {r['cpu_s_per_1k']:>6.3f} CPU s/1k jobs"
-              f"  pickup p50 {r['p50_pickup_ms']:>5} ms  p99 {r['p99_pickup_ms']:>5} ms", flush=True)
+        print(
+            f"{r['server']:<20} {r['jobs_per_s']:>9.0f} jobs/s  {r['cpu_s_per_1k']:>6.3f} CPU s/1k jobs"
+            f"  pickup p50 {r['p50_pickup_ms']:>5} ms  p99 {r['p99_pickup_ms']:>5} ms",
+            flush=True,
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

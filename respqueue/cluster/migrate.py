@@ -76,16 +76,35 @@ def rebuild(key: bytes, v: Any) -> Iterator[list[bytes]]:
             # an empty stream: create it through a group, then drop that group if it was not one of its own
             yield [b"XGROUP", b"CREATE", key, b"__respqueue_migrate__", b"0", b"MKSTREAM"]
             yield [b"XGROUP", b"DESTROY", key, b"__respqueue_migrate__"]
-        yield [b"XSETID", key, format_id(v.last_id), b"ENTRIESADDED", str(v.entries_added).encode(),
-               b"MAXDELETEDID", format_id(v.max_deleted)]
+        yield [
+            b"XSETID",
+            key,
+            format_id(v.last_id),
+            b"ENTRIESADDED",
+            str(v.entries_added).encode(),
+            b"MAXDELETEDID",
+            format_id(v.max_deleted),
+        ]
         for name, g in (v.groups or {}).items():
             yield [b"XGROUP", b"CREATE", key, name, format_id(g.last_id), b"ENTRIESREAD", str(g.entries_read).encode()]
             for cname in g.consumers:
                 yield [b"XGROUP", b"CREATECONSUMER", key, name, cname]
             for id_, nack in g.pel.items():
                 owner = nack.consumer.name if nack.consumer is not None else b""
-                yield [b"XCLAIM", key, name, owner, b"0", format_id(id_), b"TIME", str(nack.delivery_time).encode(),
-                       b"RETRYCOUNT", str(nack.delivery_count).encode(), b"FORCE", b"JUSTID"]
+                yield [
+                    b"XCLAIM",
+                    key,
+                    name,
+                    owner,
+                    b"0",
+                    format_id(id_),
+                    b"TIME",
+                    str(nack.delivery_time).encode(),
+                    b"RETRYCOUNT",
+                    str(nack.delivery_count).encode(),
+                    b"FORCE",
+                    b"JUSTID",
+                ]
     else:
         raise RedisError(b"ERR MIGRATE cannot move a value of type " + t)
 
@@ -152,7 +171,9 @@ def migrate(c: Any, argv: list[bytes]) -> Any:
             i += 2
         elif a == b"keys":
             if argv[3] != b"":
-                raise RedisError(b"ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+                raise RedisError(
+                    b"ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
+                )
             first_key = i + 1
             keys = argv[first_key:]
             break

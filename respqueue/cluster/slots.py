@@ -28,7 +28,7 @@ def parse_ranges(spec: object, where: str) -> list[tuple[int, int]]:
     elif isinstance(spec, list):
         items = spec
     else:
-        raise ValueError(f"{where}: slots must be a string such as \"0-5460\" or a list, not {spec!r}")
+        raise ValueError(f'{where}: slots must be a string such as "0-5460" or a list, not {spec!r}')
     out: list[tuple[int, int]] = []
     for it in items:
         if isinstance(it, bool):

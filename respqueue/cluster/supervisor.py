@@ -131,7 +131,8 @@ class Supervisor:
 
     def spawn(self, k: int) -> None:
         self.procs[k] = subprocess.Popen(
-            [sys.executable, "-m", "respqueue", "serve"], env=self.child_env(k, self.cluster_file),
+            [sys.executable, "-m", "respqueue", "serve"],
+            env=self.child_env(k, self.cluster_file),
             preexec_fn=_term_with_parent,
         )
         log.info("shard %d: pid %d, port %d", k, self.procs[k].pid, self.cfg.port + k)  # type: ignore[union-attr]
@@ -141,8 +142,13 @@ class Supervisor:
 
     def run(self) -> int:
         self.cluster_file = cluster_file_for(self.cfg, self.n)
-        log.info("respqueue: %d shards on ports %d-%d, cluster file %s", self.n, self.cfg.port,
-                 self.cfg.port + self.n - 1, self.cluster_file)
+        log.info(
+            "respqueue: %d shards on ports %d-%d, cluster file %s",
+            self.n,
+            self.cfg.port,
+            self.cfg.port + self.n - 1,
+            self.cluster_file,
+        )
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
         for k in range(self.n):

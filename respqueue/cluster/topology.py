@@ -264,6 +264,7 @@ class Cluster:
             import logging
 
             logging.getLogger("respqueue").error("cannot save the cluster file %s: %s", self.path, e)
+
     def reset(self, hard: bool) -> None:
         """CLUSTER RESET: forget the other nodes and every slot (a hard reset also takes a new id)."""
         me = self.myself
@@ -336,8 +337,11 @@ def write_file(path: str, nodes: list[tuple[str, int, list[tuple[int, int]]]], i
     lines = [GENERATED, ""]
     for i, (host, port, ranges) in enumerate(nodes):
         spec = " ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
-        lines += ["[[node]]"] + ([f'id = "{ids[i]}"'] if ids else []) + [
-            f'host = "{host}"', f"port = {port}", f'slots = "{spec}"', ""]
+        lines += (
+            ["[[node]]"]
+            + ([f'id = "{ids[i]}"'] if ids else [])
+            + [f'host = "{host}"', f"port = {port}", f'slots = "{spec}"', ""]
+        )
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as fh:
         fh.write("\n".join(lines))

@@ -239,8 +239,9 @@ def cluster_setslot(c: Any, argv: list[bytes]) -> Any:
     if cl.slots[slot] is cl.myself and n is not cl.myself:
         db0 = c.server.dbs[0]
         if any(key_slot(k) == slot for k in db0.data):
-            raise RedisError(b"ERR Can't assign hashslot %d to a different node while I still hold keys for this hash slot."
-                             % slot)
+            raise RedisError(
+                b"ERR Can't assign hashslot %d to a different node while I still hold keys for this hash slot." % slot
+            )
     if n is not cl.myself:
         cl.migrating.pop(slot, None)
     elif slot in cl.importing:
