@@ -30,6 +30,7 @@ class Peer:
         self.writer: asyncio.StreamWriter | None = None
         self.pending: list[bytes] = []
         self.connecting = False
+        self.task: asyncio.Task[None] | None = None  # the connection's task (held: the loop keeps weak references)
 
     def send(self, frame: bytes) -> None:
         w = self.writer
@@ -40,7 +41,7 @@ class Peer:
             self.pending.append(frame)
         if not self.connecting:
             self.connecting = True
-            asyncio.get_running_loop().create_task(self._connect())
+            self.task = asyncio.get_running_loop().create_task(self._connect())
 
     async def _connect(self) -> None:
         try:
