@@ -266,6 +266,11 @@ def test_live_slot_migration_with_ask():
         assert b.call_raw("ASKING") == b"+OK\r\n"
         assert b.call_raw("SCARD", keys[2]) == b":2\r\n"
         assert rc.llen(keys[1]) == 1200 and rc.get(keys[6]) == b"plain"  # redis-py follows the ASK
+        # what is left to move, newest first, as GETKEYSINSLOT lists it
+        assert a.call_raw("CLUSTER", "COUNTKEYSINSLOT", slot) == b":3\r\n"
+        left = a.call_raw("CLUSTER", "GETKEYSINSLOT", slot, "10")
+        assert left == b"*3\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(k), k.encode()) for k in reversed(keys[4:]))
+        assert a.call_raw("CLUSTER", "GETKEYSINSLOT", slot, "1") == left[:4].replace(b"3", b"1") + left[4:].split(b"\r\n$")[0] + b"\r\n"
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[4], "0", "5000") == b"+OK\r\n"
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], "", "0", "5000", "KEYS", *keys[5:]) == b"+OK\r\n"
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[5], "0", "5000") == b"+NOKEY\r\n"

@@ -218,24 +218,38 @@ def migrate(c: Any, argv: list[bytes]) -> Any:
                     raise _target_error(r)
                 if r:
                     raise RedisError(b"ERR Target instance replied with error: BUSYKEY Target key name already exists.")
+        # every key in one pipeline; a key is deleted here once its EXEC succeeded there
+        batches = []
         for k, v in present:
             cmds = [[b"ASKING"], [b"MULTI"], [b"DEL", k], *rebuild(k, v)]
             ttl = db.get_expire(k)
             if ttl != -1:
                 cmds.append([b"PEXPIREAT", k, str(ttl).encode()])
             cmds.append([b"EXEC"])
+            batches.append((k, len(cmds)))
             t.send(cmds)
-            replies = [t.read() for _ in cmds]
-            for r in replies[1:-1]:  # ASKING fails on a target that is not in cluster mode: no matter
-                if isinstance(r, hiredis.ReplyError):
-                    raise _target_error(r)
-            if not isinstance(replies[-1], list):
-                raise _target_error(replies[-1])
-            for r in replies[-1]:
-                if isinstance(r, hiredis.ReplyError):
-                    raise _target_error(r)
-            if not copy:
+        first_error: RedisError | None = None
+        for k, n in batches:
+            replies = [t.read() for _ in range(n)]
+            err = _batch_error(replies)
+            if err is not None:
+                first_error = first_error or err
+            elif not copy:
                 db.delete(k)
+        if first_error is not None:
+            raise first_error
     finally:
         t.close()
     return Status(b"OK")
+
+
+def _batch_error(replies: list[Any]) -> RedisError | None:
+    for r in replies[1:-1]:  # ASKING fails on a target that is not in cluster mode: no matter
+        if isinstance(r, hiredis.ReplyError):
+            return _target_error(r)
+    if not isinstance(replies[-1], list):
+        return _target_error(replies[-1])
+    for r in replies[-1]:
+        if isinstance(r, hiredis.ReplyError):
+            return _target_error(r)
+    return None
