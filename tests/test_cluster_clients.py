@@ -270,7 +270,10 @@ def test_live_slot_migration_with_ask():
         assert a.call_raw("CLUSTER", "COUNTKEYSINSLOT", slot) == b":3\r\n"
         left = a.call_raw("CLUSTER", "GETKEYSINSLOT", slot, "10")
         assert left == b"*3\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(k), k.encode()) for k in reversed(keys[4:]))
-        assert a.call_raw("CLUSTER", "GETKEYSINSLOT", slot, "1") == left[:4].replace(b"3", b"1") + left[4:].split(b"\r\n$")[0] + b"\r\n"
+        assert (
+            a.call_raw("CLUSTER", "GETKEYSINSLOT", slot, "1")
+            == left[:4].replace(b"3", b"1") + left[4:].split(b"\r\n$")[0] + b"\r\n"
+        )
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[4], "0", "5000") == b"+OK\r\n"
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], "", "0", "5000", "KEYS", *keys[5:]) == b"+OK\r\n"
         assert a.call_raw("MIGRATE", "127.0.0.1", s.ports[1], keys[5], "0", "5000") == b"+NOKEY\r\n"
@@ -451,3 +454,32 @@ def test_shards_stop_when_the_supervisor_is_killed():
     s.proc.wait()
     wait_until(lambda: not any(alive(p) for p in pids))
     s.stop()
+
+
+def test_shards_from_a_cluster_file(tmp_path):
+    """--shards N with --cluster-config: N nodes of a hand-written file on this machine (the rest elsewhere)."""
+    from .cluster_servers import free_port_range, write_cluster_file
+
+    base = free_port_range(3)
+    path = str(tmp_path / "cluster.toml")
+    write_cluster_file(path, [base, base + 1, base + 2], ["0-99", "100-16000", "16001-16383"])
+    with open(path) as fh:
+        original = fh.read()
+    s = Shards(2, "--durability", "memory", "--cluster-config", path, base=base)
+    try:
+        for k, p in enumerate(s.ports):
+            c = RawConn(p)
+            nodes = c.call_raw("CLUSTER", "NODES").decode()
+            assert f"127.0.0.1:{p}@{p + 10000} myself,master" in nodes and nodes.count(" connected ") == 3
+            assert c.call_raw("GET", "{06S}") == (b"$-1\r\n" if k == 0 else b"-MOVED 0 127.0.0.1:%d\r\n" % base)
+            assert c.call_raw("GET", "x") == b"-MOVED 16287 127.0.0.1:%d\r\n" % (base + 2)  # the node elsewhere
+            c.close()
+        c = RawConn(s.ports[0])
+        assert c.call_raw("CLUSTER", "DELSLOTS", "5") == b"+OK\r\n"
+        c.close()
+        time.sleep(0.3)
+        with open(path) as fh:
+            assert fh.read() == original  # a hand-written file is not rewritten
+        assert not os.path.exists(os.path.join(s.dir, "cluster.toml"))
+    finally:
+        s.stop()
