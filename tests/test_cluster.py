@@ -201,7 +201,7 @@ def test_python_key_slot_matches_redis(pair):
         ("MIGRATE", "127.0.0.1", "1", "b"),
         ("MIGRATE", "127.0.0.1", "1", "b", "0", "1000", "FOO"),
         ("MIGRATE", "127.0.0.1", "x", "b", "0", "1000"),
-        ("BLPOP", "b", "k2", "0.01"),
+        ("CONFIG", "GET", "cluster-enabled"), ("BLPOP", "b", "k2", "0.01"),
         ("BLPOP", "b", "{b}1", "0.01"),
         ("ROLE",),
         ("WAIT", "0", "0"),
@@ -463,6 +463,7 @@ def test_cluster_commands_when_disabled(diff):
         ("ASKING",),
         ("CLUSTER", "NOPE"),
         ("INFO", "cluster"),
+        ("CONFIG", "GET", "cluster-enabled"),
     ]:
         diff(*cmd)
 

@@ -384,6 +384,7 @@ def build(config: Any, port: int) -> Cluster:
     if host in ("0.0.0.0", "::", "*"):
         host = "127.0.0.1"
     announce = getattr(config, "cluster_announce_ip", None)
+    config.cluster_enabled = "yes"  # CONFIG GET cluster-enabled, as Redis (a cluster file implies it)
     if not config.cluster_config:
         me = Node(default_id(announce or host, port), announce or host, port, epoch=1)
         return Cluster([me], me, {0: [(0, SLOTS - 1)]})
