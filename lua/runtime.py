@@ -119,6 +119,8 @@ class Scripting:
         self.sha = b""
         self.caller: Any = None
         self.busy = False
+        # cluster mode: redis.call may only reach this node's keys (respqueue/cluster/topology.py)
+        self.cluster: Any = getattr(server, "cluster", None)
 
         self.libs = libs.Libs(self)
         with open(_SANDBOX, "rb") as fh:
@@ -223,6 +225,8 @@ class Scripting:
             # command, refused before it runs while writes are refused (MISCONF); one without a
             # shebang runs, and its first write (redis.call) gets the error
             raise self.server.write_refused
+        if self.cluster is not None and script.body.startswith(b"#!") and b"no-cluster" in script.body.split(b"\n", 1)[0]:
+            raise RedisError(b"ERR Can not run script on cluster, 'no-cluster' flag is set.")
         return self.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro or script.no_writes)
 
     def run(self, c: Any, script: Script, keys: list[bytes], args: list[bytes], readonly: bool) -> Any:
@@ -291,7 +295,7 @@ class Scripting:
         """
         if args:
             cmd = _COMMANDS.get(args[0]) if type(args[0]) is bytes else None
-            if cmd is not None and cmd.subcommands is None and not cmd.noscript and self.caller.acl_unrestricted:
+            if cmd is not None and cmd.subcommands is None and not cmd.noscript and self.caller.acl_unrestricted and self.cluster is None:
                 n = len(args)
                 ar = cmd.arity
                 if (n == ar if ar > 0 else n >= -ar) and not (
@@ -400,6 +404,10 @@ class Scripting:
             denied = check_script(self.caller, cmd, argv)
             if denied is not None:
                 return None, self.mk_err(denied)
+        if self.cluster is not None and self.caller is not None:
+            cerr = self.cluster.script_check(self.caller, cmd, argv)
+            if cerr is not None:
+                return None, self.mk_err(cerr)
         if cmd.is_write:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)

@@ -26,7 +26,36 @@ def build_parser() -> argparse.ArgumentParser:
             add_quiet_flag(c)
     add_backup_commands(sub)
     add_history_commands(sub)
+    add_cluster_commands(sub)
     return p
+
+
+def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``respqueue cluster info|check`` (README: Cluster mode)."""
+    c = sub.add_parser("cluster", help="cluster tools: info and check")
+    cs = c.add_subparsers(dest="cluster_cmd", required=True)
+    for name, what in (("info", "keys and slots of every node"),
+                       ("check", "info, and whether the nodes agree, cover every slot and have no open slots")):
+        x = cs.add_parser(name, help=what)
+        x.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+        x.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+        x.add_argument("--password", help="AUTH password")
+
+
+def run_cluster_command(ns: argparse.Namespace) -> int:
+    from .cluster.admin import report, seeds_from_file
+
+    seeds = list(ns.addrs)
+    if ns.cluster_config:
+        try:
+            seeds += seeds_from_file(ns.cluster_config)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+    if not seeds:
+        print("respqueue: name a node (HOST:PORT) or --cluster-config FILE", file=sys.stderr)
+        return 2
+    return report(seeds, ns.password, ns.cluster_cmd == "check")
 
 
 def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -89,6 +118,8 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--metrics-host", dest="metrics_host",
                    help="address(es) of the metrics/dashboard HTTP server, default: --host" + env % "METRICS_HOST")
     add_limit_flags(s)
+    add_security_flags(s)
+    add_cluster_flags(s)
 
 
 def add_limit_flags(s: argparse.ArgumentParser) -> None:
@@ -124,7 +155,6 @@ def add_limit_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--client-output-buffer-limit", dest="client_output_buffer_limit", metavar="LIMITS",
                    help='per class "CLASS HARD SOFT SECONDS ...", default'
                    ' "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"' + env % "CLIENT_OUTPUT_BUFFER_LIMIT")
-    add_security_flags(s)
 
 
 def add_security_flags(s: argparse.ArgumentParser) -> None:
@@ -142,6 +172,22 @@ def add_security_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--enable-protected-configs", dest="enable_protected_configs", choices=("no", "yes", "local"),
                    help="allow CONFIG SET of protected configs (dir): no (default), yes or local"
                    + env % "ENABLE_PROTECTED_CONFIGS")
+
+
+def add_cluster_flags(s: argparse.ArgumentParser) -> None:
+    """Cluster mode (README: Cluster mode; respqueue/cluster/)."""
+    env = " (env RESPQUEUE_%s)"
+    s.add_argument("--cluster-enabled", dest="cluster_enabled", choices=("yes", "no"),
+                   help="speak the Redis Cluster protocol; alone: a one-node cluster serving every slot"
+                   + env % "CLUSTER_ENABLED")
+    s.add_argument("--cluster-config", dest="cluster_config", metavar="FILE",
+                   help="TOML file naming the cluster's nodes and their slots (implies --cluster-enabled yes)"
+                   + env % "CLUSTER_CONFIG")
+    s.add_argument("--cluster-announce-ip", dest="cluster_announce_ip", metavar="HOST",
+                   help="the host this node has in the cluster file, default --host" + env % "CLUSTER_ANNOUNCE_IP")
+    s.add_argument("--shards", metavar="N|auto",
+                   help="run N shard processes on ports --port..--port+N-1 as one cluster (auto: one per core),"
+                   " default 1" + env % "SHARDS")
 
 
 def _history_switch(v: str) -> str:
@@ -179,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             level=_LEVELS.get(cfg.log_level.lower(), logging.INFO),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        if cfg.shards != "1" or cfg.cluster_config or cfg.cluster_enabled != "no":
+            from .cluster.supervisor import serve_cluster
+
+            return serve_cluster(cfg, args)
         from .server import run
 
         return run(cfg)
@@ -203,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         return backup.cli_restore(ns.src, d, ns.force, ns.quiet)
     if ns.cmd in ("history", "analytics", "enqueue"):
         return run_history_command(ns)
+    if ns.cmd == "cluster":
+        return run_cluster_command(ns)
     build_parser().print_help()
     return 2
 

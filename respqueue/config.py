@@ -71,6 +71,10 @@ class Config:
     enable_debug_command: str = "no"  # no|yes|local: DEBUG allowed (local: from 127.0.0.1, ::1, a Unix socket)
     enable_protected_configs: str = "no"  # no|yes|local: CONFIG SET of protected configs (dir)
     enable_module_command: str = "no"  # no|yes|local (there are no modules: MODULE is not implemented)
+    cluster_enabled: str = "no"  # yes: Redis Cluster protocol (respqueue/cluster/); implied by cluster_config
+    cluster_config: str | None = None  # TOML file naming the cluster's nodes and their slots
+    cluster_announce_ip: str | None = None  # the host this node is in the cluster file as (default: --host)
+    shards: str = "1"  # serve: this many shard processes (a cluster on one machine), or auto (one per core)
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -228,4 +232,7 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "enable-debug-command": ("enable_debug_command", None, "str", False),
     "enable-protected-configs": ("enable_protected_configs", None, "str", False),
     "enable-module-command": ("enable_module_command", None, "str", False),
+    "cluster-enabled": ("cluster_enabled", None, "str", False),
+    "cluster-config-file": ("cluster_config", None, "str", False),
+    "cluster-announce-ip": ("cluster_announce_ip", None, "str", False),
 }

@@ -82,6 +82,10 @@ def process(client: Any, argv: list[bytes]) -> Any:
         err = _acl_check(client, cmd, argv)
         if err is not None:
             return _rejected(client, err, argv)
+    if client.server.cluster is not None:
+        err = client.server.cluster.route(client, cmd, argv)
+        if err is not None:
+            return _redirected(client, cmd, err)
     if client.server.mem_guard is not None:
         # maxmemory is set (respqueue/memory.py): evict, or refuse with -OOM, as Redis's processCommand
         oom = client.server.mem_guard.check(client, cmd, argv)
@@ -176,6 +180,20 @@ def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> 
             msg = err.msg[4:] if err.msg.startswith(b"ERR ") else err.msg
             return RedisError(b"EXECABORT Transaction discarded because of: " + msg)
     return err
+
+
+def _redirected(client: Any, cmd: Command, err: RedisError) -> RedisError:
+    """Cluster mode: the command is not for this node (MOVED, ASK, CROSSSLOT...); a rejected EXEC discards
+    the transaction and answers the error itself, as Redis does."""
+    cmd.rejected_calls += 1
+    if cmd.name == "exec" and client.multi is not None:
+        from .commands.transactions import discard_transaction
+
+        discard_transaction(client)
+        client.server.stats_rejected_calls += 1
+        count_error(client.server, err)
+        return err
+    return _rejected(client, err)
 
 
 def call(client: Any, cmd: Command, argv: list[bytes]) -> Any:

@@ -80,6 +80,7 @@ class Server:
         from .acl import AclState
 
         self.acl = AclState(self)  # users, ACL LOG (respqueue/acl.py)
+        self.cluster: Any = None  # respqueue.cluster.topology.Cluster in cluster mode (set in start)
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -254,6 +255,12 @@ class Server:
             log.info("listening on unix socket %s", cfg.unixsocket)
         if cfg.metrics_port:
             await self._start_http()
+        if cfg.cluster_enabled == "yes" or cfg.cluster_config:
+            from .cluster.topology import build
+
+            self.cluster = build(cfg, self.tcp_port)
+            if self.scripting is not None:
+                self.scripting.cluster = self.cluster
         self._stop = loop.create_future()
         self._cron_task = loop.create_task(self._cron())
 

@@ -16,6 +16,7 @@ MODULES = (
     "server",
     "scripting",
     "acl",
+    "cluster",
 )
 
 for _m in MODULES:

@@ -132,7 +132,7 @@ def hello(c: Any, argv: list[bytes]) -> Any:
         b"version": REDIS_VERSION.encode(),
         b"proto": ver,
         b"id": c.id,
-        b"mode": b"standalone",
+        b"mode": b"standalone" if c.server.cluster is None else b"cluster",
         b"role": b"master",
         b"modules": [],
     }
@@ -143,6 +143,8 @@ def select(c: Any, argv: list[bytes]) -> Any:
     idx = str2int(argv[1])
     if idx is None:
         raise NOT_INTEGER
+    if idx != 0 and c.server.cluster is not None:
+        raise RedisError("ERR SELECT is not allowed in cluster mode")
     if idx < 0 or idx >= len(c.server.dbs):
         raise DB_INDEX_OUT_OF_RANGE
     c.select(idx)

@@ -487,7 +487,7 @@ def _sec_server(server: Any) -> list[str]:
         "redis_git_sha1:00000000",
         "redis_git_dirty:0",
         "redis_build_id:0",
-        "redis_mode:standalone",
+        "redis_mode:" + ("standalone" if server.cluster is None else "cluster"),
         f"os:{u.system} {u.release} {u.machine}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
         "monotonic_clock:POSIX clock_gettime",
@@ -787,7 +787,7 @@ _SECTION_FUNCS: dict[str, Any] = {
     "commandstats": _sec_commandstats,
     "errorstats": _sec_errorstats,
     "latencystats": lambda s: [],
-    "cluster": lambda s: ["cluster_enabled:0"],
+    "cluster": lambda s: ["cluster_enabled:%d" % (s.cluster is not None)],
     "keyspace": _sec_keyspace,
 }
 
