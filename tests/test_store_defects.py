@@ -201,7 +201,7 @@ def test_scripts_under_misconf_apply_nothing(node: Node) -> None:
         assert m.read_raw() == b"+QUEUED\r\n"
         lock = _fail_next_commit(node)
         m.send("EXEC")
-        assert m.read_raw().startswith(b"-EXECABORT Transaction discarded because of: Errors writing")
+        assert m.read_raw().startswith(b"-EXECABORT Transaction discarded because of: MISCONF Errors writing")
         m.close()
         assert r.get("a") == b"old" and r.get("counter") is None and r.get("inmulti") is None
     finally:
