@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 from hiredis import pack_command
@@ -52,6 +52,7 @@ HMGET = cmd("hmget")
 HGETALL = cmd("hgetall")
 HINCRBY = cmd("hincrby")
 EXISTS = cmd("exists")
+HEXISTS = cmd("hexists")
 XADD = cmd("xadd")
 LLEN = cmd("llen")
 LPUSH = cmd("lpush")
@@ -173,10 +174,64 @@ def _check_meta(db: Any, key: bytes) -> Any:
 
 
 # ---- addStandardJob -----------------------------------------------------------------
-@native("addStandardJob")
-def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
-    """KEYS: wait paused meta id completed delayed active events marker; ARGV: args, data, opts."""
-    if len(argv) < 3 or len(set(keys)) != 9:
+_ADD_ARGV = ["msgpacked arguments array", "json stringified job data", "msgpacked options"]
+_ADD_KEY_ROLES = {"wait": "wait", "paused": "paused", "meta": "meta", "id": "id", "completed": "completed",
+                  "delayed": "delayed", "active": "active", "events stream key": "events", "marker key": "marker"}
+_ADD_OPTS = frozenset({"de", "delay", "lifo", "maxLenEvents", "priority"})
+
+
+class AddVariant(NamedTuple):
+    """How one release's addStandardJob differs from 6.x's (its key positions and semantics)."""
+
+    wait: int
+    paused: int
+    meta: int
+    id: int
+    active: int | None  # None: the release ignores the concurrency limit (5.0-5.8: HEXISTS meta paused)
+    events: int
+    marker: int
+    numkeys: int
+    rjk: int  # index of the repeat job key in the args array; the parent fields sit between 4 and it
+    paused_list: bool  # 5.x: a paused queue's jobs go to the paused list (6.x: to wait)
+    marker_first: bool  # 5.0.0: ZADD marker before the push
+
+
+ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
+
+
+def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addStandardJob's native path for a release whose documented keys/args and msgpack fields it knows."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _ADD_KEY_ROLES for n in names):
+        return None
+    pos = {_ADD_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"wait", "paused", "meta", "id", "events", "marker"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
+            or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    helpers = set(lay.get("helpers", "").split())
+    paused_list = "getTargetQueueList" in helpers
+    if not paused_list and "isQueuePausedOrMaxed" not in helpers:
+        return None
+    if "active" not in pos and "getTargetQueueList" not in helpers:
+        return None
+    v = AddVariant(pos["wait"], pos["paused"], pos["meta"], pos["id"], pos.get("active"), pos["events"],
+                   pos["marker"], numkeys, rjk[0], paused_list, "addJobInTargetList" not in helpers)
+    return True if v == ADD_V6 else v
+
+
+@native("addStandardJob", _accept_add)
+def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = ADD_V6) -> Any:
+    """KEYS (6.x): wait paused meta id completed delayed active events marker; ARGV: args, data, opts.
+
+    Other releases' key positions and paused/concurrency semantics come in ``variant``."""
+    v = variant
+    if len(argv) < 3 or len(set(keys)) != v.numkeys:
         raise Bail("args")
     a = _unpack(argv[0])
     if type(a) is not list:
@@ -184,14 +239,19 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     if len(a) < 10:
         a = a + [None] * (10 - len(a))
     prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
-    if a[4] is not None or a[5] is not None:
-        raise Bail("parent")  # parentKey / parent dependencies key
+    if v is ADD_V6:
+        if a[4] is not None or a[5] is not None:
+            raise Bail("parent")  # parentKey / parent dependencies key
+    elif any(x is not None for x in a[4 : v.rjk]):
+        raise Bail("parent")
     if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
         raise Bail("args types")
     ts = timestamp if type(timestamp) is bytes else _num(timestamp)
-    rjk = a[7]
+    rjk = a[v.rjk]
     if _truthy(rjk):
         rjk = _arg(rjk)
+    elif rjk is False and v is not ADD_V6:
+        raise Bail("repeat job key false")  # older storeJob tests "~= nil"
     else:
         rjk = None
     opts, opts_json = _opts_with_json(ctx, argv[2])
@@ -203,7 +263,9 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     priority = b"0" if not _truthy(priority) else _arg(priority)
     push = RPUSH if _truthy(opts.get(b"lifo")) else LPUSH
 
-    wait_key, meta_key, id_key, active_key, events_key, marker_key = keys[0], keys[2], keys[3], keys[6], keys[7], keys[8]
+    wait_key, meta_key, id_key, events_key, marker_key = keys[v.wait], keys[v.meta], keys[v.id], keys[v.events], \
+        keys[v.marker]
+    active_key = None if v.active is None else keys[v.active]
     db = ctx.db
     # ---- checks: nothing below may fail or branch differently once writing starts
     cur = _check(db, id_key, bytes)
@@ -232,8 +294,11 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
             raise Bail("job key type")
     _check_stream(db, events_key)
     _check(db, wait_key, List)
-    _check(db, active_key, List)
+    if active_key is not None:
+        _check(db, active_key, List)
     _check(db, marker_key, ZSet)
+    if v.paused_list:
+        _check(db, keys[v.paused], List)
 
     # ---- the script's calls
     call = ctx.call
@@ -254,20 +319,31 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         hm += [b"rjk", rjk]
     call(HMSET, hm)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
-    # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
-    if monitors:
-        ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency"])
-    HMGET.calls += 1
     meta = db.lookup(meta_key)
-    limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+    if active_key is None:
+        # getTargetQueueList (5.0-5.8): HEXISTS meta paused (meta: a hash or absent, checked above)
+        if monitors:
+            ctx.feed([b"HEXISTS", meta_key, b"paused"])
+        HEXISTS.calls += 1
+        limit = None if meta is None or meta.get(b"paused") is None else -1
+    else:
+        # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
+        if monitors:
+            ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency"])
+        HMGET.calls += 1
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     if limit is None:
         paused_or_maxed = False
     elif limit < 0:
         paused_or_maxed = True
+        if v.paused_list:
+            wait_key = keys[v.paused]  # 5.x: a paused queue's new jobs go to its paused list
     else:
         paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+    if v.marker_first and not paused_or_maxed:
+        _zadd_marker(ctx, marker_key)
     call(push, [push.name.upper().encode(), wait_key, job_id])
-    if not paused_or_maxed:
+    if not paused_or_maxed and not v.marker_first:
         _zadd_marker(ctx, marker_key)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
     return job_id
@@ -289,7 +365,28 @@ def _check_job_for_processing(ctx: Ctx, keys: list[bytes], prefix: bytes, job_id
                 raise Bail("ats")
 
 
-@native("moveToActive")
+_MTA_KEYS = ["wait key", "active key", "prioritized key", "stream events key", "stalled key", "rate limiter key",
+             "delayed key", "paused key", "meta key", "pc priority counter", "marker key"]
+_MTA_ARGV = ["key prefix", "timestamp", "opts"]
+_MTA_OPTS = frozenset({"limiter", "lockDuration", "name", "token"})
+
+
+def _accept_mta(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToActive: the releases with 6.x's keys, ARGV and options (5.3+: the worker name is read), whose
+    prepareJobForProcessing re-adds the marker (addBaseMarkerIfNeeded, 5.28+). 5.x's paused list only matters
+    when delayed jobs are promoted, which the native path leaves to Lua."""
+    if numkeys != 11 or lay.get("keys") != _MTA_KEYS or lay.get("argv") != _MTA_ARGV:
+        return None
+    opts = set(lay.get("unpacked", {}).get("ARGV3", ()))
+    helpers = set(lay.get("helpers", "").split())
+    if opts != _MTA_OPTS or "addBaseMarkerIfNeeded" not in helpers:
+        return None
+    if not helpers & {"getQueueMetadata", "getTargetQueueList"}:
+        return None
+    return True
+
+
+@native("moveToActive", _accept_mta)
 def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc marker;
     ARGV: prefix, timestamp, opts."""
@@ -580,7 +677,36 @@ def _mtf_opts(raw: bytes, failed: bool) -> tuple[bool, Any, bool, bytes, bytes |
     return e
 
 
-@native("moveToFinished")
+_MTF_KEYS_DOC = ["wait key", "active key", "prioritized key", "event stream key", "stalled key", "rate limiter key",
+                 "delayed key", "paused key", "meta key", "pc priority counter", "completed failed key", "jobid key",
+                 "metrics key", "marker key"]
+_MTF_ARGV = ["jobid", "timestamp", "msg property returnvalue failedreason", "return value failed reason",
+             "target completed failed", "fetch next", "keys prefix", "opts"]
+#: the options moveToFinished reads in the releases served natively: those the native path reads (token,
+#: lockDuration, name, keepJobs, attempts, maxMetricsSize, limiter), and those only read on paths it leaves
+#: to Lua (a parent's fpof/idof/rdof/removeOnFail, dedup, delayed promotion, events trimming)
+_MTF_OPT_NAMES = frozenset({"attempts", "de", "delay", "keepJobs", "lifo", "limiter", "lockDuration", "maxLenEvents",
+                       "maxMetricsSize", "name", "priority", "token", "fpof", "idof", "rdof", "removeOnFail"})
+
+
+def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToFinished: the releases with 6.x's keys and ARGV (the 9th, fields to update, optional), options
+    among :data:`_MTF_OPT_NAMES` (the worker name among them) and a fetch that re-adds the marker."""
+    if numkeys != 14 or lay.get("keys") != _MTF_KEYS_DOC:
+        return None
+    argv = lay.get("argv", [])
+    if argv[:8] != _MTF_ARGV or argv[8:] not in ([], ["job fields to update"]):
+        return None
+    opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
+    helpers = set(lay.get("helpers", "").split())
+    if not opts <= _MTF_OPT_NAMES or "name" not in opts or "addBaseMarkerIfNeeded" not in helpers:
+        return None
+    if not helpers & {"getQueueMetadata", "getTargetQueueList"}:
+        return None
+    return True
+
+
+@native("moveToFinished", _accept_mtf)
 def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
     ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""

@@ -1,0 +1,426 @@
+"""Build compat/script_table.py from published BullMQ releases (facts only, no script text).
+
+    python -m compat.releases [--npm VER ...] [--pypi VER ...] [--npm-minors 5.0-6] [--pypi-minors 2-3]
+                              [--cache DIR] [--out compat/script_table.py] [--dump-bodies DIR]
+
+For every release it downloads the published package with the ordinary client (``npm pack bullmq@VER``,
+``pip download --no-deps bullmq==VER``) into a cache directory outside the project, reads each Lua
+script exactly as the client sends it, and records per SHA1 digest: the script name, numkeys, the
+releases that send it, the body size and an *argument layout* (see :func:`layout`). The generated module
+holds data only; compat/scripts.py imports it.
+
+* npm: ``dist/cjs/scripts/<name>-<numkeys>.js`` exports ``{name, content, keys}``; RedisConnection calls
+  ``defineCommand(name, {numberOfKeys: keys, lua: content})`` and ioredis sends ``content`` (EVAL) or its
+  SHA1 (EVALSHA). The modules are loaded with node, so the text is the template literal's value.
+* PyPI: ``bullmq/commands/<name>-<numkeys>.lua``; the client reads each file in text mode (universal
+  newlines) and redis-py registers the UTF-8 encoding. ``--- @include`` lines, where a release still has
+  them, are resolved the way BullMQ's script loader does (each include inlined once, depth first, before
+  its first user; blank lines stripped).
+
+``--npm-minors A-B`` / ``--pypi-minors A-B`` add the latest patch of every minor from major.minor A up to
+major B (``npm view bullmq versions --json`` / ``pip index versions bullmq``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CACHE = os.path.join(tempfile.gettempdir(), "respqueue-bullmq-releases")
+DEFAULT_OUT = os.path.join(ROOT, "compat", "script_table.py")
+
+#: scripts whose layout also records the names of the helper functions they include (the scripts with native
+#: implementations or candidates for one: which helpers a release includes tells its variant apart)
+HELPERS_FOR = frozenset({"addStandardJob", "addPrioritizedJob", "addDelayedJob", "moveToActive", "moveToFinished",
+                         "moveToDelayed", "extendLocks", "moveStalledJobsToWait"})
+
+_NODE_READ = (
+    "const fs=require('fs'),path=require('path');const d=path.resolve(process.argv[1]);const out={};"
+    "for(const f of fs.readdirSync(d)){if(!f.endsWith('.js')||f==='index.js')continue;"
+    "const m=require(path.join(d,f));for(const k of Object.keys(m)){const s=m[k];"
+    "if(s&&typeof s.content==='string'&&typeof s.name==='string')out[f.slice(0,-3)]=[s.name,s.keys,s.content];}}"
+    "process.stdout.write(JSON.stringify(out));"
+)
+
+
+# ---- versions ---------------------------------------------------------------------------
+#: the releases ``python -m compat.releases`` scans when none is named: npm bullmq 5.0 to the latest 6.x (the
+#: latest patch of 5.0, of about every fifth 5.x minor, of the last 5.x minors and of every 6.x minor) and PyPI
+#: bullmq 2.x/3.x (2.0.0, the 2.x minors that track the npm releases above, the latest 2.x, every 3.x minor)
+DEFAULT_NPM = ("5.0.0 5.1.12 5.4.6 5.7.15 5.8.7 5.10.4 5.12.15 5.16.0 5.21.2 5.26.2 5.29.1 5.34.10 5.41.9 5.45.2 "
+               "5.52.3 5.56.10 5.58.9 5.61.2 5.66.7 5.71.1 5.76.11 5.79.4 5.80.12 5.81.5 "
+               "6.0.11 6.1.2 6.2.2 6.3.16 6.4.0 6.5.4 6.7.0").split()
+DEFAULT_PYPI = "2.0.0 2.13.1 2.15.1 2.19.8 2.24.0 2.26.0 3.0.6 3.1.1 3.2.8 3.3.4 3.4.4".split()
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def _plain(v: str) -> bool:
+    return re.fullmatch(r"\d+\.\d+\.\d+", v) is not None
+
+
+def latest_per_minor(versions: Iterable[str], lo: str, hi_major: int) -> list[str]:
+    """The latest patch of every minor from ``lo`` (major.minor) up to major ``hi_major`` inclusive."""
+    lo_k = _vkey(lo)
+    best: dict[tuple[int, int], str] = {}
+    for v in versions:
+        if not _plain(v):
+            continue
+        k = _vkey(v)
+        if k[:2] < lo_k[:2] or k[0] > hi_major:
+            continue
+        cur = best.get(k[:2])
+        if cur is None or _vkey(cur) < k:
+            best[k[:2]] = v
+    return [best[m] for m in sorted(best)]
+
+
+def npm_versions() -> list[str]:
+    p = subprocess.run(["npm", "view", "bullmq", "versions", "--json"], capture_output=True, text=True, check=True,
+                       timeout=120)
+    return list(json.loads(p.stdout))
+
+
+def pypi_versions() -> list[str]:
+    p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "bullmq"], capture_output=True, text=True,
+                       check=True, timeout=120)
+    for line in p.stdout.splitlines():
+        if line.startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",")]
+    raise RuntimeError("pip index versions: no version list")
+
+
+def _minor_range(spec: str) -> tuple[str, int]:
+    lo, _, hi = spec.partition("-")
+    if lo.count(".") == 0:
+        lo += ".0"
+    return lo, int(hi or lo.split(".")[0])
+
+
+# ---- download and extraction ---------------------------------------------------------------
+def _outside_project(path: str) -> str:
+    p = os.path.realpath(path)
+    if p == ROOT or p.startswith(ROOT + os.sep):
+        raise SystemExit(f"the download cache must be outside the project: {p}")
+    os.makedirs(p, exist_ok=True)
+    return p
+
+
+def npm_bodies(version: str, cache: str) -> dict[str, tuple[str, int, bytes]]:
+    """file stem -> (script name, numkeys, body as ioredis sends it) for npm bullmq ``version``."""
+    tgz = os.path.join(cache, f"bullmq-{version}.tgz")
+    if not os.path.exists(tgz):
+        subprocess.run(["npm", "pack", f"bullmq@{version}", "--silent", "--pack-destination", cache],
+                       check=True, capture_output=True, timeout=300)
+    d = os.path.join(cache, f"npm-{version}")
+    scripts = os.path.join(d, "package", "dist", "cjs", "scripts")
+    if not os.path.isdir(scripts):
+        with tarfile.open(tgz) as t:
+            members = [m for m in t.getmembers() if m.name.startswith("package/dist/cjs/scripts/") and m.isfile()]
+            t.extractall(d, members=members, filter="data")
+    return npm_dir_bodies(scripts)
+
+
+def npm_dir_bodies(scripts: str) -> dict[str, tuple[str, int, bytes]]:
+    """file stem -> (name, numkeys, body) for an npm bullmq's ``dist/cjs/scripts`` folder (loaded with node)."""
+    p = subprocess.run(["node", "-e", _NODE_READ, scripts], capture_output=True, check=True, timeout=120)
+    return {stem: (name, int(nk), content.encode("utf-8")) for stem, (name, nk, content) in json.loads(p.stdout).items()}
+
+
+def py_dir_bodies(commands: str) -> dict[str, tuple[str, int, bytes]]:
+    """file stem -> (name, numkeys, body) for an installed Python bullmq's ``commands`` folder."""
+    files = {}
+    for root, _dirs, names in os.walk(commands):
+        for n in names:
+            if n.endswith(".lua"):
+                path = os.path.join(root, n)
+                with open(path, encoding="utf-8") as f:  # as the client reads them (universal newlines)
+                    files[os.path.normpath(os.path.join("bullmq/commands", os.path.relpath(path, commands)))] = f.read()
+    return _py_scripts(files)
+
+
+_INCLUDE_RE = re.compile(r"^[ \t]*-{2,3}[ \t]*@include[ \t]+[\"']([^\"']+)[\"'][ \t]*$", re.M)
+
+
+def resolve_includes(text: str, path: str, files: dict[str, str]) -> str:
+    """BullMQ's include resolution (commands/script-loader): each include inlined once, depth first,
+    before its first user; later references removed; then all blank lines stripped."""
+    seen: set[str] = set()
+
+    def expand(txt: str, here: str, stack: tuple[str, ...]) -> str:
+        def sub(m: re.Match[str]) -> str:
+            ref = m.group(1)
+            if not os.path.splitext(ref)[1]:
+                ref += ".lua"
+            target = os.path.normpath(os.path.join(os.path.dirname(here), ref))
+            if target in stack:
+                raise ValueError(f"circular include {target}")
+            if target in seen:
+                return ""
+            seen.add(target)
+            if target not in files:
+                raise ValueError(f"missing include {target} (from {here})")
+            return expand(files[target], target, (*stack, target))
+
+        return _INCLUDE_RE.sub(sub, txt)
+
+    out = expand(text, path, (path,))
+    return "\n".join(ln for ln in out.split("\n") if ln.strip())
+
+
+def pypi_bodies(version: str, cache: str) -> dict[str, tuple[str, int, bytes]]:
+    """file stem -> (script name, numkeys, body as redis-py sends it) for PyPI bullmq ``version``."""
+    def find() -> str | None:
+        for f in (f"bullmq-{version}-py3-none-any.whl", f"bullmq-{version}.tar.gz"):
+            if os.path.exists(os.path.join(cache, f)):
+                return os.path.join(cache, f)
+        return None
+
+    pkg = find()
+    if pkg is None:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "--quiet",
+                        "--disable-pip-version-check", f"bullmq=={version}", "-d", cache],
+                       check=True, capture_output=True, timeout=300)
+        pkg = find()
+    if pkg is None:
+        raise RuntimeError(f"pip download produced no wheel or sdist for bullmq {version}")
+    raw_files: dict[str, bytes] = {}
+    if pkg.endswith(".whl"):
+        with zipfile.ZipFile(pkg) as z:
+            for n in z.namelist():
+                raw_files[n] = z.read(n) if n.endswith(".lua") else b""
+    else:  # an sdist: bullmq-VER/bullmq/commands/... is what gets installed
+        with tarfile.open(pkg) as t:
+            for m in t.getmembers():
+                if m.isfile() and m.name.endswith(".lua"):
+                    f = t.extractfile(m)
+                    raw_files[m.name.split("/", 1)[1]] = f.read() if f else b""
+    files: dict[str, str] = {}
+    for n, data in raw_files.items():
+        if n.startswith("bullmq/commands/") and n.endswith(".lua"):
+            # open(path, "r").read(): UTF-8 text with universal newlines
+            files[os.path.normpath(n)] = io.StringIO(data.decode("utf-8"), newline=None).read()
+    return _py_scripts(files)
+
+
+def _py_scripts(files: dict[str, str]) -> dict[str, tuple[str, int, bytes]]:
+    out = {}
+    for path, text in files.items():
+        rel = path[len("bullmq/commands/"):]
+        if os.sep in rel:
+            continue  # includes live in sub folders
+        stem = rel[:-4]
+        m = re.fullmatch(r"(.+)-(\d+)", stem)
+        if not m:
+            continue
+        if _INCLUDE_RE.search(text):
+            text = resolve_includes(text, path, files)
+        out[stem] = (m.group(1), int(m.group(2)), text.encode("utf-8"))
+    return out
+
+
+# ---- the argument layout ------------------------------------------------------------------
+_HDR_RE = re.compile(r"^\s*(KEYS|ARGV)\[(\d+)\]\s*(.*)$")
+_SUB_RE = re.compile(r"^\s*\[(\d+)\]\s*(.*)$")
+_FUNC_RE = re.compile(r"^local function (\w+)", re.M)
+_UNPACK_RE = re.compile(r"local\s+(\w+)\s*=\s*cmsgpack\.unpack\(\s*ARGV\[(\d+)\]\s*\)")
+
+
+def _norm_desc(s: str) -> str:
+    s = re.sub(r"[^a-z0-9 ]+", " ", s.lower())
+    return " ".join(s.split())
+
+
+def layout(body: bytes) -> dict[str, Any]:
+    """The argument layout a script reads, from its text: what its header documents for each KEYS/ARGV slot
+    (and for the fields of a msgpacked ARGV), which KEYS/ARGV indexes the code reads, per msgpack-unpacked ARGV
+    the fields/indexes read from it, and the names of the helper functions it includes."""
+    text = body.decode("utf-8", "replace")
+    hdr: dict[str, dict[int, str]] = {"KEYS": {}, "ARGV": {}}
+    sub: dict[str, list[str]] = {}  # ARGV<n> -> its documented fields ("[1] key prefix", ...)
+    end = text.find("]]")
+    cur = None
+    for line in text[: end if end > 0 else 0].splitlines():
+        m = _HDR_RE.match(line)
+        if m:
+            cur = f"ARGV{m.group(2)}" if m.group(1) == "ARGV" else None
+            hdr[m.group(1)].setdefault(int(m.group(2)), _norm_desc(m.group(3)))
+            continue
+        m = _SUB_RE.match(line)
+        if m and cur is not None:
+            sub.setdefault(cur, []).append(f"{m.group(1)} {_norm_desc(m.group(2))}")
+        elif line.strip() and not m:
+            cur = None if not line.startswith("      ") else cur
+    code = re.sub(r"--\[\[.*?\]\]", "", text, flags=re.S)
+    code = re.sub(r"--[^\n]*", "", code)
+    keys_read = sorted({int(x) for x in re.findall(r"KEYS\[(\d+)\]", code)})
+    argv_read = sorted({int(x) for x in re.findall(r"ARGV\[(\d+)\]", code)})
+    unpacked: dict[str, list[str]] = {}
+    for var, idx in _UNPACK_RE.findall(code):
+        fields = set(re.findall(r"\b" + var + r"\s*\[\s*['\"]([\w.-]+)['\"]\s*\]", code))
+        fields |= set(re.findall(r"\b" + var + r"\.(\w+)", code))
+        fields |= {"#" + x for x in re.findall(r"\b" + var + r"\s*\[\s*(\d+)\s*\]", code)}
+        unpacked.setdefault(f"ARGV{idx}", [])
+        unpacked[f"ARGV{idx}"] = sorted(set(unpacked[f"ARGV{idx}"]) | fields)
+    return {
+        "keys": [hdr["KEYS"].get(i, "") for i in range(1, max(hdr["KEYS"], default=0) + 1)],
+        "argv": [hdr["ARGV"].get(i, "") for i in range(1, max(hdr["ARGV"], default=0) + 1)],
+        "keys_read": keys_read,
+        "argv_read": argv_read,
+        "unpacked": unpacked,
+        "argv_fields": sub,
+    }
+
+
+def layout_id(name: str, lay: dict[str, Any]) -> str:
+    return name + ":" + hashlib.sha1(json.dumps(lay, sort_keys=True).encode()).hexdigest()[:8]
+
+
+# ---- the table ------------------------------------------------------------------------------
+def _ranges(rel_order: list[str], rels: set[str]) -> str:
+    """Releases as a string; runs of consecutive scanned releases of one client as ``first..last``."""
+    parts: list[str] = []
+    run: list[str] = []
+    for r in rel_order + [""]:
+        if r in rels and (not run or run[0].split("-")[0] == r.split("-")[0]):
+            run.append(r)
+            continue
+        if run:
+            parts.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+            run = []
+        if r in rels:
+            run = [r]
+    return ",".join(parts)
+
+
+def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(sha1 -> [name, numkeys, releases, size, layout id], layout id -> layout)."""
+    order = [r for r, _ in releases]
+    by_sha: dict[str, dict[str, Any]] = {}
+    layouts: dict[str, Any] = {}
+    for rel, bodies in releases:
+        for name, nk, body in bodies.values():
+            s = hashlib.sha1(body).hexdigest()
+            e = by_sha.get(s)
+            if e is None:
+                lay = layout(body)
+                if name in HELPERS_FOR:
+                    lay["helpers"] = " ".join(sorted(set(_FUNC_RE.findall(body.decode("utf-8", "replace")))))
+                lid = layout_id(name, lay)
+                layouts[lid] = lay
+                e = by_sha[s] = {"name": name, "numkeys": nk, "rels": set(), "size": len(body), "layout": lid}
+            e["rels"].add(rel)
+    table = {s: [e["name"], e["numkeys"], _ranges(order, e["rels"]), e["size"], e["layout"]]
+             for s, e in sorted(by_sha.items(), key=lambda kv: (kv[1]["name"], min(order.index(r) for r in kv[1]["rels"])))}
+    return table, layouts
+
+
+INTERNED = ("keys", "argv", "argv_fields", "helpers")
+
+
+def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:
+    lines = [
+        '"""GENERATED by ``python -m compat.releases`` from the published BullMQ packages: do not edit.',
+        "",
+        "Facts only (no script text): RELEASES scanned; TABLE maps the SHA1 of each script body, as the client",
+        "sends it, to (name, numkeys, releases, body size, layout id); LAYOUTS maps a layout id to the argument",
+        "layout read from that script's text (documented KEYS/ARGV slots, indexes read, msgpack fields read, and",
+        "for the hot scripts the names of the included helper functions); compat.scripts.layout() resolves one.",
+        "Releases: node-X = npm bullmq X, py-X = PyPI bullmq X; 'a..b' = every scanned release from a to b.",
+        '"""',
+        "",
+        "# fmt: off",
+        "RELEASES: tuple[str, ...] = (",
+    ]
+    for i in range(0, len(releases), 8):
+        lines.append("    " + " ".join(f'"{r}",' for r in releases[i : i + 8]))
+    lines += [")", "", "TABLE: dict[str, tuple[str, int, str, int, str]] = {"]
+    for s, (name, nk, rels, size, lid) in table.items():
+        lines.append(f'    "{s}": ("{name}", {nk}, "{rels}", {size}, "{lid}"),')
+    # the long parts of the layouts (documented slots, helper names) are stored once each, in PARTS
+    parts: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    out_layouts = {}
+    for lid in sorted(layouts):
+        lay = dict(layouts[lid])
+        for k in INTERNED:
+            if k in lay:
+                v = json.dumps(lay[k], sort_keys=True)
+                if v not in ids:
+                    ids[v] = f"{k[0]}{len(ids)}"
+                    parts[ids[v]] = v
+                lay[k] = ids[v]
+        out_layouts[lid] = lay
+    lines += ["}", "", "LAYOUTS: dict[str, dict[str, object]] = {  # the values of " + ", ".join(INTERNED) + ": PARTS ids"]
+    for lid, lay in out_layouts.items():
+        lines.append(f'    "{lid}": {json.dumps(lay, sort_keys=True)},')
+    lines += ["}", "", "PARTS: dict[str, object] = {"]
+    for pid, v in parts.items():
+        lines.append(f'    "{pid}": {v},')
+    lines += ["}", "# fmt: on", ""]
+    return "\n".join(lines).replace(": true", ": True").replace(": false", ": False").replace(": null", ": None")
+
+
+def collect(npm: list[str], pypi: list[str], cache: str) -> list[tuple[str, dict[str, tuple[str, int, bytes]]]]:
+    out = []
+    for v in sorted(set(npm), key=_vkey):
+        print(f"npm bullmq {v}", file=sys.stderr)
+        out.append((f"node-{v}", npm_bodies(v, cache)))
+    for v in sorted(set(pypi), key=_vkey):
+        print(f"pypi bullmq {v}", file=sys.stderr)
+        try:
+            out.append((f"py-{v}", pypi_bodies(v, cache)))
+        except (subprocess.CalledProcessError, RuntimeError) as e:  # e.g. an sdist pip cannot prepare
+            print(f"  skipped: {e}", file=sys.stderr)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat.releases", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--npm", action="append", default=[], help="an npm bullmq version (repeatable)")
+    ap.add_argument("--pypi", action="append", default=[], help="a PyPI bullmq version (repeatable)")
+    ap.add_argument("--npm-minors", help="the latest patch of each minor, e.g. 5.0-6")
+    ap.add_argument("--pypi-minors", help="the latest patch of each minor, e.g. 2.0-3")
+    ap.add_argument("--cache", default=DEFAULT_CACHE, help="download cache, outside the project")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="the generated module (default compat/script_table.py)")
+    ap.add_argument("--dump-bodies", help="also write <release>/<name>-<numkeys>.lua here (outside the project)")
+    a = ap.parse_args(argv)
+    cache = _outside_project(a.cache)
+    npm, pypi = list(a.npm), list(a.pypi)
+    if a.npm_minors:
+        npm += latest_per_minor(npm_versions(), *_minor_range(a.npm_minors))
+    if a.pypi_minors:
+        pypi += latest_per_minor(pypi_versions(), *_minor_range(a.pypi_minors))
+    if not npm and not pypi:
+        npm, pypi = list(DEFAULT_NPM), list(DEFAULT_PYPI)
+    rels = collect(npm, pypi, cache)
+    if a.dump_bodies:
+        d = _outside_project(a.dump_bodies)
+        for rel, bodies in rels:
+            os.makedirs(os.path.join(d, rel), exist_ok=True)
+            for stem, (_n, _k, body) in bodies.items():
+                with open(os.path.join(d, rel, stem + ".lua"), "wb") as f:
+                    f.write(body)
+    table, layouts = build(rels)
+    with open(a.out, "w") as f:
+        f.write(render(table, layouts, [r for r, _ in rels]))
+    print(f"{len(rels)} releases, {len(table)} digests, {len(layouts)} layouts -> {a.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
