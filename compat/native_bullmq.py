@@ -178,6 +178,12 @@ _ADD_ARGV = ["msgpacked arguments array", "json stringified job data", "msgpacke
 _ADD_KEY_ROLES = {"wait": "wait", "paused": "paused", "meta": "meta", "id": "id", "completed": "completed",
                   "delayed": "delayed", "active": "active", "events stream key": "events", "marker key": "marker"}
 _ADD_OPTS = frozenset({"de", "delay", "lifo", "maxLenEvents", "priority"})
+_ADD_EVENTS = ("event|added|jobId|?|name|?", "event|waiting|jobId|?")
+
+
+def _writes_events(lay: dict[str, Any], shapes: tuple[str, ...]) -> bool:
+    """The release's script writes (somewhere) every event the native path writes, field for field."""
+    return set(shapes) <= set(lay.get("events", ()))
 
 
 class AddVariant(NamedTuple):
@@ -215,6 +221,8 @@ def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
             or len(rjk) != 1 or rjk[0] not in (7, 8):
         return None
     helpers = set(lay.get("helpers", "").split())
+    if not _writes_events(lay, _ADD_EVENTS):
+        return None
     paused_list = "getTargetQueueList" in helpers
     if not paused_list and "isQueuePausedOrMaxed" not in helpers:
         return None
@@ -369,6 +377,9 @@ _MTA_KEYS = ["wait key", "active key", "prioritized key", "stream events key", "
              "delayed key", "paused key", "meta key", "pc priority counter", "marker key"]
 _MTA_ARGV = ["key prefix", "timestamp", "opts"]
 _MTA_OPTS = frozenset({"limiter", "lockDuration", "name", "token"})
+_MTA_EVENTS = ("event|active|jobId|?|prev|waiting",)
+#: prepareJobForProcessing's job hash write (processedOn, then the optional pb) as the native path makes it
+_PREPARE_HASH = "HMSET|processedOn|?|?"
 
 
 def _accept_mta(numkeys: int, lay: dict[str, Any]) -> Any:
@@ -379,8 +390,10 @@ def _accept_mta(numkeys: int, lay: dict[str, Any]) -> Any:
         return None
     opts = set(lay.get("unpacked", {}).get("ARGV3", ()))
     helpers = set(lay.get("helpers", "").split())
-    if opts != _MTA_OPTS or "addBaseMarkerIfNeeded" not in helpers:
+    if opts != _MTA_OPTS or "addBaseMarkerIfNeeded" not in helpers or not _writes_events(lay, _MTA_EVENTS):
         return None
+    if _PREPARE_HASH not in lay.get("hash_writes", ()):
+        return None  # 5.3-5.6: HSET pb, then HSET processedOn (the job hash's field order differs)
     if not helpers & {"getQueueMetadata", "getTargetQueueList"}:
         return None
     return True
@@ -689,6 +702,10 @@ _MTF_OPT_NAMES = frozenset({"attempts", "de", "delay", "keepJobs", "lifo", "limi
                        "maxMetricsSize", "name", "priority", "token", "fpof", "idof", "rdof", "removeOnFail"})
 
 
+_MTF_EVENTS = ("event|?|jobId|?|?|?|prev|active", "event|active|jobId|?|prev|waiting", "event|drained",
+               "event|retries-exhausted|jobId|?|attemptsMade|?")
+
+
 def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     """moveToFinished: the releases with 6.x's keys and ARGV (the 9th, fields to update, optional), options
     among :data:`_MTF_OPT_NAMES` (the worker name among them) and a fetch that re-adds the marker."""
@@ -700,6 +717,8 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
     helpers = set(lay.get("helpers", "").split())
     if not opts <= _MTF_OPT_NAMES or "name" not in opts or "addBaseMarkerIfNeeded" not in helpers:
+        return None
+    if not _writes_events(lay, _MTF_EVENTS) or _PREPARE_HASH not in lay.get("hash_writes", ()):
         return None
     if not helpers & {"getQueueMetadata", "getTargetQueueList"}:
         return None

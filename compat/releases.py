@@ -286,6 +286,37 @@ def layout(body: bytes) -> dict[str, Any]:
     }
 
 
+_XADD_RE = re.compile(r"""rcall\(\s*["']XADD["']\s*,(.*?)\)\s*$""", re.S | re.M)
+
+
+def event_shapes(text: str) -> list[str]:
+    """The events a script writes: per XADD call, its literal arguments after the ID (field names and fixed
+    values; a variable shows as ``?``), e.g. ``event|?|jobId|?|prev|active``."""
+    code = re.sub(r"--[^\n]*", "", text)
+    out = set()
+    for m in _XADD_RE.finditer(code):
+        args = [a.strip() for a in m.group(1).replace("\n", " ").split(",")]
+        if "\"*\"" not in args:
+            continue
+        rest = args[args.index("\"*\"") + 1 :]
+        out.add("|".join(a[1:-1] if a[:1] in "\"'" and a[-1:] == a[:1] else "?" for a in rest))
+    return sorted(out)
+
+
+_HWRITE_RE = re.compile(r"""rcall\(\s*["'](HSET|HMSET)["']\s*,(.*?)\)\s*$""", re.S | re.M)
+
+
+def hash_write_shapes(text: str) -> list[str]:
+    """The hash writes a script makes: per HSET/HMSET call, the command and its literal arguments after the
+    key (a variable shows as ``?``), e.g. ``HMSET|processedOn|?|?``."""
+    code = re.sub(r"--[^\n]*", "", text)
+    out = set()
+    for m in _HWRITE_RE.finditer(code):
+        args = [a.strip() for a in m.group(2).replace("\n", " ").split(",")][1:]
+        out.add("|".join([m.group(1)] + [a[1:-1] if a[:1] in "\"'" and a[-1:] == a[:1] else "?" for a in args]))
+    return sorted(out)
+
+
 def layout_id(name: str, lay: dict[str, Any]) -> str:
     return name + ":" + hashlib.sha1(json.dumps(lay, sort_keys=True).encode()).hexdigest()[:8]
 
@@ -319,7 +350,10 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
             if e is None:
                 lay = layout(body)
                 if name in HELPERS_FOR:
-                    lay["helpers"] = " ".join(sorted(set(_FUNC_RE.findall(body.decode("utf-8", "replace")))))
+                    text = body.decode("utf-8", "replace")
+                    lay["helpers"] = " ".join(sorted(set(_FUNC_RE.findall(text))))
+                    lay["events"] = event_shapes(text)
+                    lay["hash_writes"] = hash_write_shapes(text)
                 lid = layout_id(name, lay)
                 layouts[lid] = lay
                 e = by_sha[s] = {"name": name, "numkeys": nk, "rels": set(), "size": len(body), "layout": lid}
@@ -329,7 +363,7 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
     return table, layouts
 
 
-INTERNED = ("keys", "argv", "argv_fields", "helpers")
+INTERNED = ("keys", "argv", "argv_fields", "helpers", "events", "hash_writes")
 
 
 def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:
@@ -368,7 +402,7 @@ def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) 
     lines += ["}", "", "LAYOUTS: dict[str, dict[str, object]] = {  # the values of " + ", ".join(INTERNED) + ": PARTS ids"]
     for lid, lay in out_layouts.items():
         lines.append(f'    "{lid}": {json.dumps(lay, sort_keys=True)},')
-    lines += ["}", "", "PARTS: dict[str, object] = {"]
+    lines += ["}", "", f"INTERNED: tuple[str, ...] = {INTERNED!r}", "", "PARTS: dict[str, object] = {"]
     for pid, v in parts.items():
         lines.append(f'    "{pid}": {v},')
     lines += ["}", "# fmt: on", ""]

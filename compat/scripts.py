@@ -54,7 +54,7 @@ def layout(sha: bytes | str) -> dict[str, Any] | None:
     if lid is None:
         return None
     lay = dict(script_table.LAYOUTS[lid])
-    for k in ("keys", "argv", "argv_fields", "helpers"):
+    for k in script_table.INTERNED:
         if k in lay:
             lay[k] = script_table.PARTS[lay[k]]
     return lay
