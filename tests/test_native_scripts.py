@@ -919,3 +919,27 @@ def test_release_families_present() -> None:
     if not os.path.isdir(os.path.join(BULLMQ5, "node_modules")):
         pytest.skip("interop/bullmq5 not installed (.ci/run installs it)")
     assert {"node-6.x", "node-5.x", "py-3.x", "py-2.x"} <= fams, fams
+
+
+def test_lua_fallback_logged_once_per_digest(pair: Pair) -> None:
+    """A script that runs on Lua is logged once per digest: unknown ones by digest, BullMQ ones by name."""
+    nat = pair.nat_srv
+    body = b"return redis.call('INCR', KEYS[1]) -- fallback-log-test"
+    s = sha(body)
+    for _ in range(3):
+        pair.both("EVAL", body, 1, "k")
+        pair.both("EVALSHA", s, 1, "k")
+    pair.both("EVALSHA", "0" * 40, 0)  # NOSCRIPT: nothing ran, nothing logged
+    assert nat.output().count(f"script {s} runs on Lua: not a known BullMQ script") == 1
+    assert "0" * 40 not in nat.output()
+    if NODE:  # a known BullMQ script without a native implementation
+        from compat.releases import npm_dir_bodies
+
+        bodies = {n: b for n, _k, b in npm_dir_bodies(NODE_DIR).values()}
+        counts = bodies["getCounts"]
+        for _ in range(2):
+            pair.both("EVAL", counts, 1, Q, "wait", "active")
+        line = "BullMQ script getCounts ("
+        got = [ln for ln in nat.output().splitlines() if line in ln and sha(counts) in ln]
+        assert len(got) == 1 and "no native implementation" in got[0], got
+    assert "runs on Lua" not in pair.lua_srv.output()
