@@ -8,15 +8,19 @@ everything that could make a later call fail or make the script take another
 branch (key types, counters, options it does not implement); on anything
 unusual it raises :class:`Bail` and the Lua script runs instead.
 
+Which releases' digests each serves is decided from the argument layout recorded in
+compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
+
 Implemented:
 
-* addStandardJob (node 6.7.0 and py 3.4.4 bodies): plain jobs, custom ids that
+* addStandardJob (npm 5.0-6.x, PyPI 2.x-3.x: 5.x's 7/8/9-key layouts and paused
+  list, 5.0.0's marker-before-push, as variants): plain jobs, custom ids that
   do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
   deduplication, duplicated ids.
-* moveToActive: wait -> active and prioritized -> active, paused/maxed queues,
+* moveToActive (npm 5.7+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
   the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
   legacy ``0:`` markers in wait.
-* moveToFinished: completed/failed, keepJobs count -1/0/absent, with or without
+* moveToFinished (npm 5.45+, 6.x; PyPI 2.15+, 3.x): completed/failed, keepJobs count -1/0/absent, with or without
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
