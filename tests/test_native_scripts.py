@@ -947,3 +947,24 @@ def test_lua_fallback_logged_once_per_digest(pair: Pair) -> None:
         got = [ln for ln in nat.output().splitlines() if line in ln and sha(counts) in ln]
         assert len(got) == 1 and "no native implementation" in got[0], got
     assert "runs on Lua" not in pair.lua_srv.output()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_release_family_commandstats(pair: Pair, family: str) -> None:
+    """Per release family, INFO commandstats after an add/fetch/finish cycle are the same on both paths (the
+    native path counts the calls it makes inline)."""
+    bodies = FAMILIES[family]
+    add, mta, fin = bodies["addStandardJob"], bodies["moveToActive"], bodies["moveToFinished"]
+    akeys = _release_keys(add, _ADD_ROLES)
+    for b in (add, mta, fin):
+        pair.load(b)
+    pair.both("CONFIG", "RESETSTAT")
+    for i in range(4):
+        pair.script(add, akeys, _release_add_args(add, name=f"s{i}"))
+    r = pair.script(mta, MTA_KEYS, mta_args(name="w"))
+    for _ in range(4):
+        r = pair.script(fin, *_release_finish(fin, r[1], fetch=1, name="w"))
+    pair.compare()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_xadd"] >= 10
