@@ -149,7 +149,7 @@ def native_digests(name: str | None = None) -> dict[str, str]:
 #: digests whose Lua fallback was logged (once each); capped so that a client sending endless distinct
 #: scripts cannot grow it without bound
 _LOGGED: set[bytes] = set()
-_LOGGED_MAX = 10000
+_LOGGED_MAX = 1000
 
 
 def _log_lua(sha: bytes) -> None:

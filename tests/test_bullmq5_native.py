@@ -1,4 +1,4 @@
-"""Real clients of other BullMQ releases against respqueue: npm bullmq 5.x and PyPI bullmq 2.x.
+"""Real clients of every installed BullMQ release family against respqueue: npm 5.x and 6.x, PyPI 2.x and 3.x.
 
 interop/bullmq5 (installed by .ci/run) holds npm bullmq 5.81.5 (the latest 5.x) and, in python/, PyPI
 bullmq 2.26.0 (the latest 2.x). Each client adds and works through a small queue (interop/bullmq5/run.js,
@@ -83,9 +83,9 @@ def _check_native(srv: ServerProcess, release: str, before: str) -> None:
 
 
 def _same_everywhere(servers: dict[str, ServerProcess], argv: list[str], release: str,
-                     env: dict[str, str] | None = None) -> dict[str, Any]:
+                     env: dict[str, str] | None = None, extra: list[str] | None = None) -> dict[str, Any]:
     before = servers["native"].output()
-    outs = {k: _run([*argv, str(servers[k].port)], env) for k in ("redis", "native", "lua")}
+    outs = {k: _run([*argv, str(servers[k].port), *(extra or [])], env) for k in ("redis", "native", "lua")}
     assert outs["native"] == outs["redis"]
     assert outs["lua"] == outs["redis"]
     _check_native(servers["native"], release, before)
@@ -93,17 +93,40 @@ def _same_everywhere(servers: dict[str, ServerProcess], argv: list[str], release
     return outs["redis"]
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not os.path.isdir(os.path.join(BULLMQ5, "node_modules", "bullmq")),
-                    reason="interop/bullmq5 not installed (.ci/run installs it)")
-def test_node_bullmq5_runs_native(servers: dict[str, ServerProcess]) -> None:
-    out = _same_everywhere(servers, ["node", os.path.join(BULLMQ5, "run.js")], "node-5.81.5")
-    assert out["version"] == "5.81.5"
+def _installed(client_dir: str) -> str | None:
+    try:
+        with open(os.path.join(client_dir, "node_modules", "bullmq", "package.json")) as f:
+            return str(json.load(f)["version"])
+    except OSError:
+        return None
+
+
+@pytest.mark.parametrize("client_dir", [BULLMQ5, os.path.join(ROOT, "interop")], ids=["npm-5.x", "npm-6.x"])
+def test_node_bullmq_runs_native(servers: dict[str, ServerProcess], client_dir: str) -> None:
+    version = _installed(client_dir)
+    if shutil.which("node") is None or version is None:
+        pytest.skip(f"no bullmq in {client_dir}/node_modules (.ci/run installs it)")
+    out = _same_everywhere(servers, ["node", os.path.join(BULLMQ5, "run.js")], f"node-{version}",
+                           extra=["rel-" + version, client_dir])
+    assert out["version"] == version
     assert out["counts"]["completed"] == 20 and out["counts"]["failed"] == 1
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(BULLMQ5, "python", "bullmq")),
-                    reason="interop/bullmq5/python (PyPI bullmq 2.x) not installed (.ci/run installs it)")
-def test_python_bullmq2_runs_native(servers: dict[str, ServerProcess]) -> None:
-    env = {**os.environ, "PYTHONPATH": os.path.join(BULLMQ5, "python")}
-    out = _same_everywhere(servers, [sys.executable, os.path.join(BULLMQ5, "run_py.py")], "py-2.26.0", env)
+def _py_version(path: str | None) -> str | None:
+    code = "import importlib.metadata as m; print(m.version('bullmq'))"
+    env = {**os.environ, "PYTHONPATH": path} if path else None
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    return p.stdout.strip() or None if p.returncode == 0 else None
+
+
+@pytest.mark.parametrize("path", [os.path.join(BULLMQ5, "python"), None], ids=["pypi-2.x", "pypi-installed"])
+def test_python_bullmq_runs_native(servers: dict[str, ServerProcess], path: str | None) -> None:
+    if path is not None and not os.path.isdir(os.path.join(path, "bullmq")):
+        pytest.skip("interop/bullmq5/python (PyPI bullmq 2.x) not installed (.ci/run installs it)")
+    version = _py_version(path)
+    if version is None:
+        pytest.skip("no Python bullmq")
+    env = {**os.environ, "PYTHONPATH": path} if path else None
+    out = _same_everywhere(servers, [sys.executable, os.path.join(BULLMQ5, "run_py.py")], f"py-{version}", env,
+                           extra=["relpy-" + version])
     assert out["counts"]["completed"] == 13 and out["counts"]["failed"] == 1
