@@ -56,13 +56,19 @@ _NODE_READ = (
 
 
 # ---- versions ---------------------------------------------------------------------------
-#: the releases ``python -m compat.releases`` scans when none is named: npm bullmq 5.0 to the latest 6.x (the
-#: latest patch of 5.0, of about every fifth 5.x minor, of the last 5.x minors and of every 6.x minor) and PyPI
-#: bullmq 2.x/3.x (2.0.0, the 2.x minors that track the npm releases above, the latest 2.x, every 3.x minor)
-DEFAULT_NPM = ("5.0.0 5.1.12 5.4.6 5.7.15 5.8.7 5.10.4 5.12.15 5.16.0 5.21.2 5.26.2 5.29.1 5.34.10 5.41.9 5.45.2 "
-               "5.52.3 5.56.10 5.58.9 5.61.2 5.66.7 5.71.1 5.76.11 5.79.4 5.80.12 5.81.5 "
-               "6.0.11 6.1.2 6.2.2 6.3.16 6.4.0 6.5.4 6.7.0").split()
-DEFAULT_PYPI = "2.0.0 2.13.1 2.15.1 2.19.8 2.24.0 2.26.0 3.0.6 3.1.1 3.2.8 3.3.4 3.4.4".split()
+#: the releases ``python -m compat.releases`` scans when none is named: the latest patch of every minor of
+#: npm bullmq 5.0 to 6.x and of PyPI bullmq 2.x/3.x, as ``--npm-minors 5.0-6 --pypi-minors 2.0-3`` picked
+#: them on 2026-11-25 (PyPI 2.1-2.12 are left out: their sdists cannot be prepared by pip download)
+DEFAULT_NPM = (
+    "5.0.0 5.1.12 5.2.1 5.3.3 5.4.6 5.5.4 5.6.0 5.7.15 5.8.7 5.9.0 5.10.4 5.11.0 5.12.15 5.13.2 5.14.0 5.15.0 "
+    "5.16.0 5.17.1 5.18.0 5.19.1 5.20.1 5.21.2 5.22.0 5.23.1 5.24.0 5.25.6 5.26.2 5.28.2 5.29.1 5.30.1 5.31.2 "
+    "5.32.0 5.33.1 5.34.10 5.35.1 5.36.0 5.37.0 5.38.0 5.39.2 5.40.5 5.41.9 5.42.0 5.43.1 5.44.4 5.45.2 5.46.1 "
+    "5.47.3 5.48.1 5.49.2 5.50.0 5.51.1 5.52.3 5.53.3 5.54.3 5.55.0 5.56.10 5.57.0 5.58.9 5.59.0 5.60.0 5.61.2 "
+    "5.62.2 5.63.2 5.64.1 5.65.1 5.66.7 5.67.3 5.68.0 5.69.4 5.70.4 5.71.1 5.72.1 5.73.5 5.74.2 5.75.2 5.76.11 "
+    "5.77.7 5.78.1 5.79.4 5.80.12 5.81.5 6.0.11 6.1.2 6.2.2 6.3.16 6.4.0 6.5.4 6.7.0"
+).split()
+DEFAULT_PYPI = ("2.0.0 2.13.1 2.14.0 2.15.1 2.16.2 2.17.0 2.18.3 2.19.8 2.20.4 2.21.1 2.22.0 2.23.1 2.24.0 2.25.4 "
+                "2.26.0 3.0.6 3.1.1 3.2.8 3.3.4 3.4.4").split()
 
 
 def _vkey(v: str) -> tuple[int, ...]:
