@@ -13,14 +13,14 @@ compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Implemented:
 
-* addStandardJob (npm 5.0-6.x, PyPI 2.x-3.x: 5.x's 7/8/9-key layouts and paused
-  list, 5.0.0's marker-before-push, as variants): plain jobs, custom ids that
+* addStandardJob (npm 5.0-6.x, PyPI 2.x-3.x: 5.x's 7/8/9-key layouts, paused list
+  and meta reads, 5.0.0's marker-before-push, as variants): plain jobs, custom ids that
   do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
   deduplication, duplicated ids.
-* moveToActive (npm 5.7+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
+* moveToActive (npm 5.28+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
   the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
   legacy ``0:`` markers in wait.
-* moveToFinished (npm 5.45+, 6.x; PyPI 2.15+, 3.x): completed/failed, keepJobs count -1/0/absent, with or without
+* moveToFinished (npm 5.52+, 6.x; PyPI 2.15+, 3.x): completed/failed, keepJobs count -1/0/absent, with or without
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
@@ -204,9 +204,11 @@ class AddVariant(NamedTuple):
     rjk: int  # index of the repeat job key in the args array; the parent fields sit between 4 and it
     paused_list: bool  # 5.x: a paused queue's jobs go to the paused list (6.x: to wait)
     marker_first: bool  # 5.0.0: ZADD marker before the push
+    meta_fields: tuple[bytes, ...] = (b"paused", b"concurrency")  # the HMGET of meta (5.60+: 4 fields)
 
 
 ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
+_META4 = (b"paused", b"concurrency", b"max", b"duration")
 
 
 def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
@@ -224,16 +226,17 @@ def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
     if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
             or len(rjk) != 1 or rjk[0] not in (7, 8):
         return None
-    helpers = set(lay.get("helpers", "").split())
+    calls = set(lay.get("calls", ()))
     if not _writes_events(lay, _ADD_EVENTS):
         return None
-    paused_list = "getTargetQueueList" in helpers
-    if not paused_list and "isQueuePausedOrMaxed" not in helpers:
+    paused_list = "main>getTargetQueueList" in calls
+    if not paused_list and "main>isQueuePausedOrMaxed" not in calls:
         return None
-    if "active" not in pos and "getTargetQueueList" not in helpers:
-        return None
+    # 5.60+'s getTargetQueueList reads meta's rate-limit fields too (the only 4-field HMGET of meta there)
+    meta4 = paused_list and "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ())
     v = AddVariant(pos["wait"], pos["paused"], pos["meta"], pos["id"], pos.get("active"), pos["events"],
-                   pos["marker"], numkeys, rjk[0], paused_list, "addJobInTargetList" not in helpers)
+                   pos["marker"], numkeys, rjk[0], paused_list, "main>addJobInTargetList" not in calls,
+                   _META4 if meta4 else ADD_V6.meta_fields)
     return True if v == ADD_V6 else v
 
 
@@ -341,7 +344,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     else:
         # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
         if monitors:
-            ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency"])
+            ctx.feed([b"HMGET", meta_key, *v.meta_fields])
         HMGET.calls += 1
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     if limit is None:
@@ -386,6 +389,18 @@ _MTA_EVENTS = ("event|active|jobId|?|prev|waiting",)
 _PREPARE_HASH = "HMSET|processedOn|?|?"
 
 
+def _meta_variant(lay: dict[str, Any]) -> Any:
+    """True (6.x and 5.60+: the fetch reads meta's paused concurrency max duration) or the 2 fields that 5.x
+    before 5.60 reads (it knows no rate limit in meta; the native path leaves a meta ``max`` to Lua anyway)."""
+    if "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ()):
+        return True
+    if "HMGET|paused|concurrency" in lay.get("hash_reads", ()):
+        return _META4[:2]
+    return None
+#: prepareJobForProcessing re-adds the marker for the next worker (5.28+)
+_PREPARE_MARKER = "prepareJobForProcessing>addBaseMarkerIfNeeded"
+
+
 def _accept_mta(numkeys: int, lay: dict[str, Any]) -> Any:
     """moveToActive: the releases with 6.x's keys, ARGV and options (5.3+: the worker name is read), whose
     prepareJobForProcessing re-adds the marker (addBaseMarkerIfNeeded, 5.28+). 5.x's paused list only matters
@@ -393,18 +408,20 @@ def _accept_mta(numkeys: int, lay: dict[str, Any]) -> Any:
     if numkeys != 11 or lay.get("keys") != _MTA_KEYS or lay.get("argv") != _MTA_ARGV:
         return None
     opts = set(lay.get("unpacked", {}).get("ARGV3", ()))
-    helpers = set(lay.get("helpers", "").split())
-    if opts != _MTA_OPTS or "addBaseMarkerIfNeeded" not in helpers or not _writes_events(lay, _MTA_EVENTS):
+    calls = set(lay.get("calls", ()))
+    if opts != _MTA_OPTS or not _writes_events(lay, _MTA_EVENTS):
         return None
     if _PREPARE_HASH not in lay.get("hash_writes", ()):
         return None  # 5.3-5.6: HSET pb, then HSET processedOn (the job hash's field order differs)
-    if not helpers & {"getQueueMetadata", "getTargetQueueList"}:
+    if _PREPARE_MARKER not in calls:
+        return None  # before 5.28 a fetched job does not re-add the marker
+    if not calls & {"main>getQueueMetadata", "main>getTargetQueueList"}:
         return None
-    return True
+    return _meta_variant(lay)
 
 
 @native("moveToActive", _accept_mta)
-def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[bytes, ...] = _META4) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc marker;
     ARGV: prefix, timestamp, opts."""
     if len(argv) < 3 or len(set(keys)) != 11:
@@ -438,7 +455,7 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
 
     call = ctx.call
     # getQueueMetadata
-    paused, conc, _max, _duration = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+    paused, conc = call(HMGET, [b"HMGET", meta_key, *variant])[:2]
     paused_or_maxed = _paused_or_maxed(call, _paused_or_maxed_attrs(paused, conc), active_key)
     # promoteDelayedJobs: only when there is nothing to promote
     upto = format_number_arg((float(ts) + 1) * 0x1000 - 1)
@@ -710,6 +727,10 @@ _MTF_EVENTS = ("event|?|jobId|?|?|?|prev|active", "event|active|jobId|?|prev|wai
                "event|retries-exhausted|jobId|?|attemptsMade|?")
 
 
+#: how the finished job's return value / failed reason and finishedOn are written
+_MTF_FINISH_HASH = "HSET|?|?|finishedOn|?"
+
+
 def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     """moveToFinished: the releases with 6.x's keys and ARGV (the 9th, fields to update, optional), options
     among :data:`_MTF_OPT_NAMES` (the worker name among them) and a fetch that re-adds the marker."""
@@ -719,18 +740,22 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     if argv[:8] != _MTF_ARGV or argv[8:] not in ([], ["job fields to update"]):
         return None
     opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
-    helpers = set(lay.get("helpers", "").split())
-    if not opts <= _MTF_OPT_NAMES or "name" not in opts or "addBaseMarkerIfNeeded" not in helpers:
+    calls = set(lay.get("calls", ()))
+    if not opts <= _MTF_OPT_NAMES or "name" not in opts or _PREPARE_MARKER not in calls:
         return None
     if not _writes_events(lay, _MTF_EVENTS) or _PREPARE_HASH not in lay.get("hash_writes", ()):
         return None
-    if not helpers & {"getQueueMetadata", "getTargetQueueList"}:
-        return None
-    return True
+    if _MTF_FINISH_HASH not in lay.get("hash_writes", ()):
+        return None  # before 5.45: HMSET of the return value and finishedOn
+    if "HGET|igdp" in lay.get("hash_reads", ()):
+        return None  # 5.47-5.51 read the job's ignore-dependency-on-failure flag on every finish
+    if not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList", "main>getTargetQueueList"}:
+        return None  # (before 5.73 the fetch is inline in the main code)
+    return _meta_variant(lay)
 
 
 @native("moveToFinished", _accept_mtf)
-def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[bytes, ...] = _META4) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
     ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
     if len(argv) < 8 or len(keys) != 14:
@@ -872,7 +897,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
         if monitors:
-            ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+            ctx.feed([b"HMGET", meta_key, *variant])
         HMGET.calls += 1
         meta = db.lookup(meta_key)  # trimEvents may have created it
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))

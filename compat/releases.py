@@ -41,8 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(tempfile.gettempdir(), "respqueue-bullmq-releases")
 DEFAULT_OUT = os.path.join(ROOT, "compat", "script_table.py")
 
-#: scripts whose layout also records the names of the helper functions they include (the scripts with native
-#: implementations or candidates for one: which helpers a release includes tells its variant apart)
+#: scripts whose layout also records what their hot paths do (the scripts with native implementations or
+#: candidates for one): the events they XADD, their hash writes and reads, and which helpers call which
 HELPERS_FOR = frozenset({"addStandardJob", "addPrioritizedJob", "addDelayedJob", "moveToActive", "moveToFinished",
                          "moveToDelayed", "extendLocks", "moveStalledJobsToWait"})
 
@@ -292,34 +292,90 @@ def layout(body: bytes) -> dict[str, Any]:
     }
 
 
-_XADD_RE = re.compile(r"""rcall\(\s*["']XADD["']\s*,(.*?)\)\s*$""", re.S | re.M)
+def _call_args(code: str, cmds: str) -> list[tuple[str, list[str]]]:
+    """(command, its arguments as source text) for each ``rcall("<cmd>", ...)`` in ``code`` whose command is
+    one of ``cmds`` (a regex alternation); arguments split at top-level commas."""
+    out = []
+    for m in re.finditer(r"""rcall\(\s*["'](""" + cmds + r""")["']\s*,""", code):
+        depth, k, quote = 1, m.end(), ""
+        args, cur = [], []
+        while k < len(code) and depth:
+            ch = code[k]
+            if quote:
+                if ch == quote and code[k - 1] != "\\":
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif ch in "({[":
+                depth += 1
+            elif ch in ")}]":
+                depth -= 1
+                if not depth:
+                    break
+            elif ch == "," and depth == 1:
+                args.append("".join(cur).strip())
+                cur = []
+                k += 1
+                continue
+            cur.append(ch)
+            k += 1
+        args.append("".join(cur).strip())
+        out.append((m.group(1), args))
+    return out
+
+
+def _lit(a: str) -> str:
+    return a[1:-1] if len(a) >= 2 and a[0] in "\"'" and a[-1] == a[0] else "?"
+
+
+def _code(text: str) -> str:
+    return re.sub(r"--[^\n]*", "", re.sub(r"--\[\[.*?\]\]", "", text, flags=re.S))
 
 
 def event_shapes(text: str) -> list[str]:
     """The events a script writes: per XADD call, its literal arguments after the ID (field names and fixed
     values; a variable shows as ``?``), e.g. ``event|?|jobId|?|prev|active``."""
-    code = re.sub(r"--[^\n]*", "", text)
     out = set()
-    for m in _XADD_RE.finditer(code):
-        args = [a.strip() for a in m.group(1).replace("\n", " ").split(",")]
-        if "\"*\"" not in args:
-            continue
-        rest = args[args.index("\"*\"") + 1 :]
-        out.add("|".join(a[1:-1] if a[:1] in "\"'" and a[-1:] == a[:1] else "?" for a in rest))
+    for _cmd, args in _call_args(_code(text), "XADD"):
+        if '"*"' in args:
+            out.add("|".join(_lit(a) for a in args[args.index('"*"') + 1 :]))
     return sorted(out)
 
 
-_HWRITE_RE = re.compile(r"""rcall\(\s*["'](HSET|HMSET)["']\s*,(.*?)\)\s*$""", re.S | re.M)
-
-
-def hash_write_shapes(text: str) -> list[str]:
+def hash_write_shapes(text: str, cmds: str = "HSET|HMSET") -> list[str]:
     """The hash writes a script makes: per HSET/HMSET call, the command and its literal arguments after the
-    key (a variable shows as ``?``), e.g. ``HMSET|processedOn|?|?``."""
-    code = re.sub(r"--[^\n]*", "", text)
+    key (a variable shows as ``?``), e.g. ``HMSET|processedOn|?|?``. With ``cmds="HMGET|HGET"``: its reads."""
+    return sorted({"|".join([cmd] + [_lit(a) for a in args[1:]]) for cmd, args in _call_args(_code(text), cmds)})
+
+
+#: the callers whose calls :func:`call_graph` records: the main code and the helpers on the hot paths
+CALLERS = frozenset({"main", "prepareJobForProcessing", "fetchNextJob", "addJobInTargetList", "storeJob",
+                     "getTargetQueueList", "getQueueMetadata", "isQueuePausedOrMaxed", "trimEvents", "removeLock",
+                     "moveJobFromPrioritizedToActive", "moveJobFromPriorityToActive", "getOrSetMaxEvents"})
+
+
+def call_graph(text: str) -> list[str]:
+    """Which helper functions the script's main code (``main``) and its hot-path helpers (:data:`CALLERS`)
+    call: ``caller>callee``."""
+    code = re.sub(r"--\[\[.*?\]\]", "", text, flags=re.S)
+    code = re.sub(r"--[^\n]*", "", code)
+    names = set(_FUNC_RE.findall(code))
+    bodies: dict[str, str] = {}
+    main = []
+    pos = 0
+    for m in re.finditer(r"^local function (\w+)[^\n]*\n(.*?)^end\b", code, re.S | re.M):
+        main.append(code[pos : m.start()])
+        bodies[m.group(1)] = bodies.get(m.group(1), "") + m.group(2)
+        pos = m.end()
+    main.append(code[pos:])
+    bodies["main"] = "".join(main)
     out = set()
-    for m in _HWRITE_RE.finditer(code):
-        args = [a.strip() for a in m.group(2).replace("\n", " ").split(",")][1:]
-        out.add("|".join([m.group(1)] + [a[1:-1] if a[:1] in "\"'" and a[-1:] == a[:1] else "?" for a in args]))
+    for caller, body in bodies.items():
+        if caller not in CALLERS:
+            continue
+        for callee in names:
+            if callee != caller and re.search(r"\b" + callee + r"\s*\(", body):
+                out.add(f"{caller}>{callee}")
     return sorted(out)
 
 
@@ -357,9 +413,10 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
                 lay = layout(body)
                 if name in HELPERS_FOR:
                     text = body.decode("utf-8", "replace")
-                    lay["helpers"] = " ".join(sorted(set(_FUNC_RE.findall(text))))
                     lay["events"] = event_shapes(text)
                     lay["hash_writes"] = hash_write_shapes(text)
+                    lay["hash_reads"] = hash_write_shapes(text, "HMGET|HGET")
+                    lay["calls"] = call_graph(text)
                 lid = layout_id(name, lay)
                 layouts[lid] = lay
                 e = by_sha[s] = {"name": name, "numkeys": nk, "rels": set(), "size": len(body), "layout": lid}
@@ -369,7 +426,7 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
     return table, layouts
 
 
-INTERNED = ("keys", "argv", "argv_fields", "helpers", "events", "hash_writes")
+INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls")
 
 
 def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:
@@ -379,7 +436,7 @@ def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) 
         "Facts only (no script text): RELEASES scanned; TABLE maps the SHA1 of each script body, as the client",
         "sends it, to (name, numkeys, releases, body size, layout id); LAYOUTS maps a layout id to the argument",
         "layout read from that script's text (documented KEYS/ARGV slots, indexes read, msgpack fields read, and",
-        "for the hot scripts the names of the included helper functions); compat.scripts.layout() resolves one.",
+        "for the hot scripts their events, hash writes/reads and helper calls); compat.scripts.layout() resolves one.",
         "Releases: node-X = npm bullmq X, py-X = PyPI bullmq X; 'a..b' = every scanned release from a to b.",
         '"""',
         "",

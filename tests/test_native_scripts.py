@@ -843,6 +843,8 @@ def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
     pair.compare()
     active: list[bytes] = []
     for i in range(3):
+        if i:
+            pair.both("DEL", Q + b"marker")  # as a worker's BZPOPMIN does: whether a fetch re-adds it matters
         r = pair.script(mta, MTA_KEYS, mta_args(token=f"t{i}", name="w1" if i else None))
         pair.compare()
         assert isinstance(r, list) and r[1], r
@@ -884,6 +886,7 @@ def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
     pair.both("DEL", Q + b"delayed")
     # finish everything with fetch-next: the queue drains
     while active:
+        pair.both("DEL", Q + b"marker")
         r = pair.script(fin, *_release_finish(fin, active.pop(0), token="t0", fetch=1))
         pair.compare()
         if isinstance(r, list) and r[1]:
@@ -952,19 +955,32 @@ def test_lua_fallback_logged_once_per_digest(pair: Pair) -> None:
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_release_family_commandstats(pair: Pair, family: str) -> None:
     """Per release family, INFO commandstats after an add/fetch/finish cycle are the same on both paths (the
-    native path counts the calls it makes inline)."""
+    native path counts the calls it makes inline), and so are the lines a MONITOR client sees."""
     bodies = FAMILIES[family]
     add, mta, fin = bodies["addStandardJob"], bodies["moveToActive"], bodies["moveToFinished"]
     akeys = _release_keys(add, _ADD_ROLES)
     for b in (add, mta, fin):
         pair.load(b)
     pair.both("CONFIG", "RESETSTAT")
-    for i in range(4):
-        pair.script(add, akeys, _release_add_args(add, name=f"s{i}"))
-    r = pair.script(mta, MTA_KEYS, mta_args(name="w"))
-    for _ in range(4):
-        r = pair.script(fin, *_release_finish(fin, r[1], fetch=1, name="w"))
+
+    def cycle() -> None:
+        for i in range(4):
+            pair.script(add, akeys, _release_add_args(add, name=f"s{i}"))
+        pair.both("DEL", Q + b"marker")
+        r = pair.script(mta, MTA_KEYS, mta_args(name="w"))
+        for _ in range(4):
+            pair.both("DEL", Q + b"marker")
+            r = pair.script(fin, *_release_finish(fin, r[1], fetch=1, name="w"))
+        pair.both("HSET", Q + b"meta", "paused", "1")
+        pair.script(add, akeys, _release_add_args(add, name="p"))
+        pair.both("HDEL", Q + b"meta", "paused")
+
+    cycle()
     pair.compare()
     stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
     assert stats[0] == stats[1]
     assert stats[0]["cmdstat_xadd"] >= 10
+    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
+    pair.compare()
+    assert len(seen[0]) > 40
+    assert seen[0] == seen[1]
