@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +50,7 @@ _LAYOUT_OF: dict[bytes, str] = {k.encode(): v[4] for k, v in _TABLE.items()}
 
 def layout(sha: bytes | str) -> dict[str, Any] | None:
     """The argument layout recorded for a script digest (documented KEYS/ARGV slots, indexes read, msgpack
-    fields read, helper names), or None for an unknown digest."""
+    fields read; for the hot scripts also events, hash reads/writes and helper calls), or None if unknown."""
     lid = _LAYOUT_OF.get(sha if isinstance(sha, bytes) else sha.encode())
     if lid is None:
         return None
@@ -168,19 +167,6 @@ def _log_lua(sha: bytes) -> None:
 def script_name(sha: bytes) -> str | None:
     e = SCRIPTS.get(sha.lower())
     return None if e is None else e[0]
-
-
-def build_table(directory: str, release: str) -> dict[str, tuple[str, int, str, int]]:
-    """sha1 -> (name, numkeys, release, size) for the ``<name>-<numkeys>.lua`` files in ``directory``."""
-    out: dict[str, tuple[str, int, str, int]] = {}
-    for f in sorted(os.listdir(directory)):
-        if not f.endswith(".lua"):
-            continue
-        with open(os.path.join(directory, f), "rb") as fh:
-            body = fh.read()
-        name, nk = f[:-4].rsplit("-", 1)
-        out[hashlib.sha1(body).hexdigest()] = (name, int(nk), release, len(body))
-    return out
 
 
 _ENABLED: list[Any] = [None, True]  # [last config value seen, whether it means on]
