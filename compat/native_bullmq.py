@@ -17,6 +17,9 @@ Implemented:
   and meta reads, 5.0.0's marker-before-push, as variants): plain jobs, custom ids that
   do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
   deduplication, duplicated ids.
+* addPrioritizedJob (npm 5.9+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
+  going to the prioritized zset (INCR pc, ZADD with priority * 2^32 + counter); integral
+  priorities up to 2^21 and a counter below 2^32-1 (Lua otherwise).
 * moveToActive (npm 5.28+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
   the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
   legacy ``0:`` markers in wait.
@@ -205,10 +208,18 @@ class AddVariant(NamedTuple):
     paused_list: bool  # 5.x: a paused queue's jobs go to the paused list (6.x: to wait)
     marker_first: bool  # 5.0.0: ZADD marker before the push
     meta_fields: tuple[bytes, ...] = (b"paused", b"concurrency")  # the HMGET of meta (5.60+: 4 fields)
+    prio: int | None = None  # addPrioritizedJob: the prioritized zset's and the priority counter's positions
+    pc: int | None = None
 
 
 ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
+#: addPrioritizedJob (6.x): KEYS marker meta id prioritized delayed completed active events pc
+PRIO_V6 = AddVariant(-1, -1, 1, 2, 6, 7, 0, 9, 7, False, False, prio=3, pc=8)
 _META4 = (b"paused", b"concurrency", b"max", b"duration")
+_PRIO_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "prioritized": "prioritized", "delayed": "delayed",
+                   "completed": "completed", "active": "active", "events stream key": "events",
+                   "pc priority counter": "pc"}
+_MAX_PRIORITY = 2**21  # BullMQ's limit; priority * 2**32 + counter stays an exact integer below 2**53
 
 
 def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
@@ -238,6 +249,30 @@ def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
                    pos["marker"], numkeys, rjk[0], paused_list, "main>addJobInTargetList" not in calls,
                    _META4 if meta4 else ADD_V6.meta_fields)
     return True if v == ADD_V6 else v
+
+
+def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addPrioritizedJob's native path (the addStandardJob implementation with a prioritized variant): the
+    releases whose keys name the roles it uses and whose main code checks isQueuePausedOrMaxed (5.9+)."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _PRIO_KEY_ROLES for n in names):
+        return None
+    pos = {_PRIO_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"marker", "meta", "id", "prioritized", "active", "events", "pc"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
+            or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _writes_events(lay, _ADD_EVENTS) or not {"main>isQueuePausedOrMaxed", "main>addJobWithPriority"} <= calls:
+        return None
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], pos["active"], pos["events"], pos["marker"], numkeys, rjk[0],
+                   False, False, prio=pos["prioritized"], pc=pos["pc"])
+    return True if v == PRIO_V6 else v
 
 
 @native("addStandardJob", _accept_add)
@@ -274,12 +309,19 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         raise Bail("deduplication")
     delay = opts.get(b"delay")
     delay = b"0" if not _truthy(delay) else _arg(delay)
-    priority = opts.get(b"priority")
-    priority = b"0" if not _truthy(priority) else _arg(priority)
+    prio = opts.get(b"priority")
+    priority = b"0" if not _truthy(prio) else _arg(prio)
     push = RPUSH if _truthy(opts.get(b"lifo")) else LPUSH
+    if v.prio is not None:
+        if type(prio) is float and prio.is_integer():
+            prio = int(prio)
+        if type(prio) is not int or not 0 < prio <= _MAX_PRIORITY:
+            raise Bail("priority")
+        wait_key = b""
+    else:
+        wait_key = keys[v.wait]
 
-    wait_key, meta_key, id_key, events_key, marker_key = keys[v.wait], keys[v.meta], keys[v.id], keys[v.events], \
-        keys[v.marker]
+    meta_key, id_key, events_key, marker_key = keys[v.meta], keys[v.id], keys[v.events], keys[v.marker]
     active_key = None if v.active is None else keys[v.active]
     db = ctx.db
     # ---- checks: nothing below may fail or branch differently once writing starts
@@ -308,7 +350,15 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         if type(job) is not Hash:
             raise Bail("job key type")
     _check_stream(db, events_key)
-    _check(db, wait_key, List)
+    if v.prio is not None:
+        _check(db, keys[v.prio], ZSet)
+        pc = _check(db, keys[v.pc], bytes)
+        if pc is not None:
+            n = str2int(pc)
+            if n is None or not 0 <= n < 0xFFFFFFFF:
+                raise Bail("priority counter")  # (5.x up to 5.40 take it modulo 2**48, later modulo 2**32)
+    else:
+        _check(db, wait_key, List)
     if active_key is not None:
         _check(db, active_key, List)
     _check(db, marker_key, ZSet)
@@ -355,13 +405,25 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
             wait_key = keys[v.paused]  # 5.x: a paused queue's new jobs go to its paused list
     else:
         paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
-    if v.marker_first and not paused_or_maxed:
+    if v.prio is not None:
+        # addJobWithPriority: score = priority * 2**32 + INCR(pc) mod 2**32
+        counter = call(INCR, [b"INCR", keys[v.pc]])
+        call(ZADD, [b"ZADD", keys[v.prio], b"%d" % (prio * 0x100000000 + counter % 0x100000000), job_id])
+    elif v.marker_first and not paused_or_maxed:
         _zadd_marker(ctx, marker_key)
-    call(push, [push.name.upper().encode(), wait_key, job_id])
+    if v.prio is None:
+        call(push, [push.name.upper().encode(), wait_key, job_id])
     if not paused_or_maxed and not v.marker_first:
         _zadd_marker(ctx, marker_key)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
     return job_id
+
+
+@native("addPrioritizedJob", _accept_prio)
+def add_prioritized_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = PRIO_V6) -> Any:
+    """KEYS (6.x): marker meta id prioritized delayed completed active events pc; ARGV: args, data, opts.
+    addStandardJob's path, the job going to the prioritized zset (score from the priority counter)."""
+    return add_standard_job(ctx, keys, argv, variant)
 
 
 # ---- moveToActive -------------------------------------------------------------------

@@ -88,7 +88,9 @@ class Pair:
 
     def script(self, body: bytes, keys: list[bytes], argv: list[Any], by_sha: bool = True) -> Any:
         if by_sha:
-            return self.both("EVALSHA", sha(body), len(keys), *keys, *argv)
+            r = self.both("EVALSHA", sha(body), len(keys), *keys, *argv)
+            assert not (isinstance(r, tuple) and "No matching script" in r[1]), "not loaded: the test compares nothing"
+            return r
         return self.both("EVAL", body, len(keys), *keys, *argv)
 
     def load(self, body: bytes) -> None:
@@ -741,7 +743,7 @@ def test_job_history_same_with_native() -> None:
 # bullmq 5.x (interop/bullmq5, installed by .ci/run), PyPI bullmq 3.x (the installed package) and 2.x
 # (interop/bullmq5/python, installed by .ci/run). RESPQUEUE_RELEASE_SWEEP=1 adds every release the script
 # table was built from (downloaded with npm pack / pip download into a temporary cache outside the project).
-HOT = ("addStandardJob", "moveToActive", "moveToFinished")
+HOT = ("addStandardJob", "moveToActive", "moveToFinished", "addPrioritizedJob")
 BULLMQ5 = os.path.join(ROOT, "interop", "bullmq5")
 
 
@@ -798,6 +800,9 @@ def _release_keys(body: bytes, roles: dict[str, bytes]) -> list[bytes]:
     return [Q + roles[n] for n in lay["keys"]]
 
 
+_PRIO_ROLES = {"marker": b"marker", "meta": b"meta", "id": b"id", "prioritized": b"prioritized", "delayed": b"delayed",
+               "completed": b"completed", "active": b"active", "events stream key": b"events",
+               "pc priority counter": b"pc"}
 _ADD_ROLES = {"wait": b"wait", "paused": b"paused", "meta": b"meta", "id": b"id", "completed": b"completed",
               "delayed": b"delayed", "active": b"active", "events stream key": b"events", "marker key": b"marker"}
 
@@ -873,11 +878,25 @@ def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
     r = pair.script(mta, MTA_KEYS, mta_args(token="t0"))
     pair.compare()
     pair.both("HDEL", Q + b"meta", "concurrency")
-    # prioritized and delayed jobs (written directly, the same on both), fetched / reported by moveToActive
+    # prioritized jobs (with the release's addPrioritizedJob, and one written directly), a delayed one (written
+    # directly), fetched / reported by moveToActive
+    prio = bodies["addPrioritizedJob"]
+    pkeys = _release_keys(prio, _PRIO_ROLES)
+    pair.load(prio)
+    for p, extra in ((3, {}), (1, {"lifo": True}), (2, {"attempts": 2})):
+        pair.script(prio, pkeys, _release_add_args(prio, opts={"priority": p, **extra}))
+        pair.compare()
+    pair.script(prio, pkeys, _release_add_args(prio, custom_id="pc-1", opts={"priority": 1.0}))
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    pair.script(prio, pkeys, _release_add_args(prio, opts={"priority": 2}))  # paused: no marker
+    pair.both("HDEL", Q + b"meta", "paused")
+    pair.script(prio, pkeys, _release_add_args(prio, opts={"priority": 2.5}))  # fractional: Lua
+    pair.compare()
     pair.both("HSET", Q + b"p1", "name", "pj", "data", "{}", "opts", "{}", "priority", "2", "timestamp", str(TS))
     pair.both("ZADD", Q + b"prioritized", str(2 * 2**32 + 1), "p1")
     pair.both("ZADD", Q + b"delayed", str((TS + 90000) * 4096 + 1), "d1")
-    for _ in range(8):
+    for _ in range(14):
+        pair.both("DEL", Q + b"marker")
         r = pair.script(mta, MTA_KEYS, mta_args(token="t0"))
         pair.compare()
         if isinstance(r, list) and r[1]:
@@ -914,7 +933,7 @@ def test_release_family_oracle(pair: Pair, family: str) -> None:
         assert all(native.values()), f"{family}: on Lua: {[n for n in HOT if not native[n]]}"
     ran = release_scenario(pair, bodies)
     print(f"{family}: native runs {ran}")
-    least = {"addStandardJob": 7, "moveToActive": 10, "moveToFinished": 6}
+    least = {"addStandardJob": 7, "moveToActive": 10, "moveToFinished": 6, "addPrioritizedJob": 4}
     for n in HOT:
         assert (ran[n] >= least[n]) if native[n] else ran[n] == 0, (family, n, ran)
 
@@ -958,14 +977,16 @@ def test_release_family_commandstats(pair: Pair, family: str) -> None:
     native path counts the calls it makes inline), and so are the lines a MONITOR client sees."""
     bodies = FAMILIES[family]
     add, mta, fin = bodies["addStandardJob"], bodies["moveToActive"], bodies["moveToFinished"]
-    akeys = _release_keys(add, _ADD_ROLES)
-    for b in (add, mta, fin):
+    prio = bodies["addPrioritizedJob"]
+    akeys, pkeys = _release_keys(add, _ADD_ROLES), _release_keys(prio, _PRIO_ROLES)
+    for b in (add, mta, fin, prio):
         pair.load(b)
     pair.both("CONFIG", "RESETSTAT")
 
     def cycle() -> None:
         for i in range(4):
             pair.script(add, akeys, _release_add_args(add, name=f"s{i}"))
+            pair.script(prio, pkeys, _release_add_args(prio, name=f"p{i}", opts={"priority": 1 + i % 2}))
         pair.both("DEL", Q + b"marker")
         r = pair.script(mta, MTA_KEYS, mta_args(name="w"))
         for _ in range(4):
