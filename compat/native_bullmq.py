@@ -20,6 +20,9 @@ Implemented:
 * addPrioritizedJob (npm 5.9+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
   going to the prioritized zset (INCR pc, ZADD with priority * 2^32 + counter); integral
   priorities up to 2^21 and a counter below 2^32-1 (Lua otherwise).
+* addDelayedJob (npm 5.34+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
+  going to the delayed zset (getDelayedScore's same-millisecond slot, the delayed event,
+  the marker at the next delayed timestamp); integral timestamps and delays (Lua otherwise).
 * moveToActive (npm 5.28+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
   the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
   legacy ``0:`` markers in wait.
@@ -69,6 +72,7 @@ ZADD = cmd("zadd")
 ZPOPMIN = cmd("zpopmin")
 ZRANGE = cmd("zrange")
 ZRANGEBYSCORE = cmd("zrangebyscore")
+ZREVRANGEBYSCORE = cmd("zrevrangebyscore")
 SET = cmd("set")
 DEL = cmd("del")
 
@@ -210,6 +214,7 @@ class AddVariant(NamedTuple):
     meta_fields: tuple[bytes, ...] = (b"paused", b"concurrency")  # the HMGET of meta (5.60+: 4 fields)
     prio: int | None = None  # addPrioritizedJob: the prioritized zset's and the priority counter's positions
     pc: int | None = None
+    delayed: int | None = None  # addDelayedJob: the delayed zset's position
 
 
 ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
@@ -219,6 +224,11 @@ _META4 = (b"paused", b"concurrency", b"max", b"duration")
 _PRIO_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "prioritized": "prioritized", "delayed": "delayed",
                    "completed": "completed", "active": "active", "events stream key": "events",
                    "pc priority counter": "pc"}
+#: addDelayedJob (6.x): KEYS marker meta id delayed completed events
+DELAYED_V6 = AddVariant(-1, -1, 1, 2, None, 5, 0, 6, 7, False, False, delayed=3)
+_DELAYED_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "delayed": "delayed", "completed": "completed",
+                      "events stream key": "events"}
+_MAX_DELAYED_TS = 2**53 // 0x1000 - 1  # (ts + 1) * 4096 - 1 stays an exact integer
 _MAX_PRIORITY = 2**21  # BullMQ's limit; priority * 2**32 + counter stays an exact integer below 2**53
 
 
@@ -275,6 +285,58 @@ def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
     return True if v == PRIO_V6 else v
 
 
+def _accept_delayed(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addDelayedJob's native path (addStandardJob's implementation with a delayed variant): the releases whose
+    keys name the roles it uses and whose main code adds the job with addDelayedJob(getDelayedScore, ZADD,
+    XADD delayed, addDelayMarkerIfNeeded)."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _DELAYED_KEY_ROLES for n in names):
+        return None
+    pos = {_DELAYED_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"marker", "meta", "id", "delayed", "events"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id use custom instead of one generated automatically", "3 name",
+                      "4 timestamp"] or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    need = {"main>addDelayedJob", "addDelayedJob>getDelayedScore", "addDelayedJob>addDelayMarkerIfNeeded"}
+    if not need <= calls or not _writes_events(lay, ("event|added|jobId|?|name|?", "event|delayed|jobId|?|delay|?")):
+        return None
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], None, pos["events"], pos["marker"], numkeys, rjk[0], False,
+                   False, delayed=pos["delayed"])
+    return True if v == DELAYED_V6 else v
+
+
+def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
+    """getDelayedScore, read before any write: (the job's score, its delayed timestamp); Bail unless exact."""
+    ts = int(ts) if type(ts) is float and ts.is_integer() else ts
+    delay = int(delay) if type(delay) is float and delay.is_integer() else delay
+    if type(ts) is bytes:
+        ts = str2int(ts) if _INT_RE.match(ts) else None
+    if type(ts) is not int or type(delay) is not int or delay < 0:
+        raise Bail("delayed timestamp")
+    when = ts + delay if delay > 0 else ts
+    if not 0 <= when <= _MAX_DELAYED_TS:
+        raise Bail("delayed timestamp")
+    lo, hi = when * 0x1000, (when + 1) * 0x1000 - 1
+    z = _check(db, delayed_key, ZSet)
+    if z is not None and len(z):
+        first = next(z.items())[0]
+        if not (first.is_integer() and 0 <= first < _EXACT):
+            raise Bail("delayed score")  # the marker's next timestamp is computed from it
+        a, b = z.score_span(float(lo), False, float(hi), False)
+        if b > a:
+            cur = z.entries(b - 1, b)[0][0]
+            if not cur.is_integer():
+                raise Bail("delayed score")
+            return (hi if cur >= hi else int(cur) + 1), when
+    return lo, when
+
+
 @native("addStandardJob", _accept_add)
 def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = ADD_V6) -> Any:
     """KEYS (6.x): wait paused meta id completed delayed active events marker; ARGV: args, data, opts.
@@ -317,9 +379,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
             prio = int(prio)
         if type(prio) is not int or not 0 < prio <= _MAX_PRIORITY:
             raise Bail("priority")
-        wait_key = b""
-    else:
-        wait_key = keys[v.wait]
+    wait_key = keys[v.wait] if v.wait >= 0 else b""
 
     meta_key, id_key, events_key, marker_key = keys[v.meta], keys[v.id], keys[v.events], keys[v.marker]
     active_key = None if v.active is None else keys[v.active]
@@ -350,7 +410,10 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         if type(job) is not Hash:
             raise Bail("job key type")
     _check_stream(db, events_key)
-    if v.prio is not None:
+    if v.delayed is not None:
+        dscore, dwhen = _delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0)
+        _check(db, marker_key, ZSet)
+    elif v.prio is not None:
         _check(db, keys[v.prio], ZSet)
         pc = _check(db, keys[v.pc], bytes)
         if pc is not None:
@@ -384,6 +447,20 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         hm += [b"rjk", rjk]
     call(HMSET, hm)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
+    if v.delayed is not None:
+        # addDelayedJob: getDelayedScore (computed above; nothing wrote the delayed zset since), ZADD, the
+        # delayed event, and the marker at the next delayed timestamp
+        delayed_key = keys[v.delayed]
+        lo = dwhen * 0x1000
+        call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
+                                b"LIMIT", b"0", b"1"])
+        call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
+        _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                         b"delay", b"%d" % dwhen])
+        nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+        if len(nxt) >= 2:
+            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), b"1"])
+        return job_id
     meta = db.lookup(meta_key)
     if active_key is None:
         # getTargetQueueList (5.0-5.8): HEXISTS meta paused (meta: a hash or absent, checked above)
@@ -417,6 +494,13 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         _zadd_marker(ctx, marker_key)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
     return job_id
+
+
+@native("addDelayedJob", _accept_delayed)
+def add_delayed_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = DELAYED_V6) -> Any:
+    """KEYS (6.x): marker meta id delayed completed events; ARGV: args, data, opts.
+    addStandardJob's path, the job going to the delayed zset (score from getDelayedScore)."""
+    return add_standard_job(ctx, keys, argv, variant)
 
 
 @native("addPrioritizedJob", _accept_prio)

@@ -351,7 +351,8 @@ def hash_write_shapes(text: str, cmds: str = "HSET|HMSET") -> list[str]:
 #: the callers whose calls :func:`call_graph` records: the main code and the helpers on the hot paths
 CALLERS = frozenset({"main", "prepareJobForProcessing", "fetchNextJob", "addJobInTargetList", "storeJob",
                      "getTargetQueueList", "getQueueMetadata", "isQueuePausedOrMaxed", "trimEvents", "removeLock",
-                     "moveJobFromPrioritizedToActive", "moveJobFromPriorityToActive", "getOrSetMaxEvents"})
+                     "moveJobFromPrioritizedToActive", "moveJobFromPriorityToActive", "getOrSetMaxEvents",
+                     "addDelayedJob", "addJobWithPriority", "addDelayMarkerIfNeeded"})
 
 
 def call_graph(text: str) -> list[str]:

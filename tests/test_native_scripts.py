@@ -743,7 +743,7 @@ def test_job_history_same_with_native() -> None:
 # bullmq 5.x (interop/bullmq5, installed by .ci/run), PyPI bullmq 3.x (the installed package) and 2.x
 # (interop/bullmq5/python, installed by .ci/run). RESPQUEUE_RELEASE_SWEEP=1 adds every release the script
 # table was built from (downloaded with npm pack / pip download into a temporary cache outside the project).
-HOT = ("addStandardJob", "moveToActive", "moveToFinished", "addPrioritizedJob")
+HOT = ("addStandardJob", "moveToActive", "moveToFinished", "addPrioritizedJob", "addDelayedJob")
 BULLMQ5 = os.path.join(ROOT, "interop", "bullmq5")
 
 
@@ -803,6 +803,8 @@ def _release_keys(body: bytes, roles: dict[str, bytes]) -> list[bytes]:
 _PRIO_ROLES = {"marker": b"marker", "meta": b"meta", "id": b"id", "prioritized": b"prioritized", "delayed": b"delayed",
                "completed": b"completed", "active": b"active", "events stream key": b"events",
                "pc priority counter": b"pc"}
+_DELAYED_ROLES = {"marker": b"marker", "meta": b"meta", "id": b"id", "delayed": b"delayed", "completed": b"completed",
+                  "events stream key": b"events"}
 _ADD_ROLES = {"wait": b"wait", "paused": b"paused", "meta": b"meta", "id": b"id", "completed": b"completed",
               "delayed": b"delayed", "active": b"active", "events stream key": b"events", "marker key": b"marker"}
 
@@ -894,6 +896,13 @@ def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
     pair.compare()
     pair.both("HSET", Q + b"p1", "name", "pj", "data", "{}", "opts", "{}", "priority", "2", "timestamp", str(TS))
     pair.both("ZADD", Q + b"prioritized", str(2 * 2**32 + 1), "p1")
+    # delayed jobs with the release's addDelayedJob: same-millisecond slots, a float timestamp, an earlier one
+    dly = bodies["addDelayedJob"]
+    dkeys = _release_keys(dly, _DELAYED_ROLES)
+    pair.load(dly)
+    for ts, d in ((TS, 90000), (TS, 90000), (float(TS + 1), 89999), (TS, 120000), (TS + 5, 0.5)):
+        pair.script(dly, dkeys, _release_add_args(dly, ts=ts, opts={"delay": d, "attempts": 1}))
+        pair.compare()
     pair.both("ZADD", Q + b"delayed", str((TS + 90000) * 4096 + 1), "d1")
     for _ in range(14):
         pair.both("DEL", Q + b"marker")
@@ -902,6 +911,8 @@ def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
         if isinstance(r, list) and r[1]:
             active.append(r[1])
     assert r[:3] == [0, 0, 0] and r[3] == TS + 90000, r
+    for k in pair.lua.zrange(Q + b"delayed", 0, -1):
+        pair.both("DEL", Q + k)
     pair.both("DEL", Q + b"delayed")
     # finish everything with fetch-next: the queue drains
     while active:
@@ -933,7 +944,7 @@ def test_release_family_oracle(pair: Pair, family: str) -> None:
         assert all(native.values()), f"{family}: on Lua: {[n for n in HOT if not native[n]]}"
     ran = release_scenario(pair, bodies)
     print(f"{family}: native runs {ran}")
-    least = {"addStandardJob": 7, "moveToActive": 10, "moveToFinished": 6, "addPrioritizedJob": 4}
+    least = {"addStandardJob": 7, "moveToActive": 10, "moveToFinished": 6, "addPrioritizedJob": 4, "addDelayedJob": 4}
     for n in HOT:
         assert (ran[n] >= least[n]) if native[n] else ran[n] == 0, (family, n, ran)
 
@@ -977,9 +988,10 @@ def test_release_family_commandstats(pair: Pair, family: str) -> None:
     native path counts the calls it makes inline), and so are the lines a MONITOR client sees."""
     bodies = FAMILIES[family]
     add, mta, fin = bodies["addStandardJob"], bodies["moveToActive"], bodies["moveToFinished"]
-    prio = bodies["addPrioritizedJob"]
+    prio, dly = bodies["addPrioritizedJob"], bodies["addDelayedJob"]
     akeys, pkeys = _release_keys(add, _ADD_ROLES), _release_keys(prio, _PRIO_ROLES)
-    for b in (add, mta, fin, prio):
+    dkeys = _release_keys(dly, _DELAYED_ROLES)
+    for b in (add, mta, fin, prio, dly):
         pair.load(b)
     pair.both("CONFIG", "RESETSTAT")
 
@@ -987,6 +999,7 @@ def test_release_family_commandstats(pair: Pair, family: str) -> None:
         for i in range(4):
             pair.script(add, akeys, _release_add_args(add, name=f"s{i}"))
             pair.script(prio, pkeys, _release_add_args(prio, name=f"p{i}", opts={"priority": 1 + i % 2}))
+            pair.script(dly, dkeys, _release_add_args(dly, name=f"d{i}", opts={"delay": 100000 + i % 2}))
         pair.both("DEL", Q + b"marker")
         r = pair.script(mta, MTA_KEYS, mta_args(name="w"))
         for _ in range(4):
