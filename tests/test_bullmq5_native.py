@@ -25,7 +25,7 @@ from compat import script_table
 from .servers import ROOT, ServerProcess, start_redis, start_respqueue
 
 BULLMQ5 = os.path.join(ROOT, "interop", "bullmq5")
-HOT = ("addStandardJob", "moveToActive", "moveToFinished")
+HOT = ("addStandardJob", "moveToActive", "moveToFinished", "addPrioritizedJob", "addDelayedJob")
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,8 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
 def _check_native(srv: ServerProcess, release: str, before: str) -> None:
     log = srv.output()[len(before):]
     assert "not a known BullMQ script" not in log, [ln for ln in log.splitlines() if "not a known" in ln]
-    for n, least in (("addStandardJob", 10), ("moveToActive", 1), ("moveToFinished", 10)):
+    for n, least in (("addStandardJob", 10), ("moveToActive", 1), ("moveToFinished", 10), ("addPrioritizedJob", 1),
+                     ("addDelayedJob", 1)):
         assert log.count(f"native {n}: ran") >= least, (n, log.count(f"native {n}: ran"))
         assert f"BullMQ script {n} (" not in log  # no hot script of this release fell back to Lua wholesale
     assert "after writing" not in log and "Traceback" not in log
@@ -76,8 +77,8 @@ def _check_native(srv: ServerProcess, release: str, before: str) -> None:
     r = redis.Redis(port=srv.port)
     try:
         hot = [s for s, n in digests.items() if n in HOT]
-        assert len(hot) == 3
-        assert r.script_exists(*hot) == [True, True, True]
+        assert len(hot) == len(HOT)
+        assert r.script_exists(*hot) == [True] * len(HOT)
     finally:
         r.close()
 
@@ -109,7 +110,7 @@ def test_node_bullmq_runs_native(servers: dict[str, ServerProcess], client_dir: 
     out = _same_everywhere(servers, ["node", os.path.join(BULLMQ5, "run.js")], f"node-{version}",
                            extra=["rel-" + version, client_dir])
     assert out["version"] == version
-    assert out["counts"]["completed"] == 20 and out["counts"]["failed"] == 1
+    assert out["counts"]["completed"] == 22 and out["counts"]["failed"] == 1
 
 
 def _py_version(path: str | None) -> str | None:
@@ -129,4 +130,4 @@ def test_python_bullmq_runs_native(servers: dict[str, ServerProcess], path: str 
     env = {**os.environ, "PYTHONPATH": path} if path else None
     out = _same_everywhere(servers, [sys.executable, os.path.join(BULLMQ5, "run_py.py")], f"py-{version}", env,
                            extra=["relpy-" + version])
-    assert out["counts"]["completed"] == 13 and out["counts"]["failed"] == 1
+    assert out["counts"]["completed"] == 15 and out["counts"]["failed"] == 1

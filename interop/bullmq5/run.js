@@ -21,19 +21,21 @@ async function main() {
   await q.add('broken', { i: 15 }, { attempts: 1 });
   await q.add('removed', { i: 16 }, { removeOnComplete: true });
   await q.addBulk(Array.from({ length: 5 }, (_, k) => ({ name: 'bulk', data: { i: 17 + k } })));
+  await q.add('prio', { i: 22 }, { priority: 1 });
+  await q.add('later', { i: 23 }, { delay: 1500 });
   const tries = {};
   const order = [];
   const w = new Worker(queueName, async (job) => {
     tries[job.name] = (tries[job.name] || 0) + 1;
     if (job.name === 'broken') throw new Error('broken job');
     if (job.name === 'flaky' && tries.flaky === 1) throw new Error('first try fails');
-    order.push(job.data.i);
+    if (job.name !== 'later') order.push(job.data.i); // (when the delayed job is promoted depends on timing)
     return job.data.i * 2;
   }, { connection, concurrency: 1, name: 'w5' });
   const end = Date.now() + 30000;
   while (Date.now() < end) {
     const c = await q.getJobCounts('completed', 'failed');
-    if (c.completed === 20 && c.failed === 1) break;
+    if (c.completed === 22 && c.failed === 1) break;
     await sleep(25);
   }
   await sleep(100);

@@ -27,6 +27,8 @@ async def main(port: int, name: str) -> dict[str, Any]:
     await q.add("custom", {"i": 11}, {"jobId": "custom-11"})
     await q.add("flaky", {"i": 12}, {"attempts": 2})
     await q.add("broken", {"i": 13}, {"attempts": 1})
+    await q.add("prio", {"i": 14}, {"priority": 1})
+    await q.add("later", {"i": 15}, {"delay": 1500})
     tries: dict[str, int] = {}
     order: list[int] = []
 
@@ -36,14 +38,15 @@ async def main(port: int, name: str) -> dict[str, Any]:
             raise Exception("broken job")
         if job.name == "flaky" and tries["flaky"] == 1:
             raise Exception("first try fails")
-        order.append(job.data["i"])
+        if job.name != "later":  # (when the delayed job is promoted depends on timing)
+            order.append(job.data["i"])
         return job.data["i"] * 2
 
     w = Worker(name, process, {**conn, "concurrency": 1, "name": "wpy"})
     end = time.monotonic() + 30
     while time.monotonic() < end:
         c = await q.getJobCounts("completed", "failed")
-        if c.get("completed") == 13 and c.get("failed") == 1:
+        if c.get("completed") == 15 and c.get("failed") == 1:
             break
         await asyncio.sleep(0.025)
     await asyncio.sleep(0.1)
