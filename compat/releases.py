@@ -18,7 +18,12 @@ holds data only; compat/scripts.py imports it.
   its first user; blank lines stripped).
 
 ``--npm-minors A-B`` / ``--pypi-minors A-B`` add the latest patch of every minor from major.minor A up to
-major B (``npm view bullmq versions --json`` / ``pip index versions bullmq``).
+major B (``npm view bullmq versions --json`` / ``pip index versions bullmq``). Without arguments the tool
+scans :data:`DEFAULT_NPM` and :data:`DEFAULT_PYPI`.
+
+Which of the recorded digests run natively is decided by compat/native_bullmq.py from the layouts. After
+regenerating the table, check every scanned release against the Lua oracle (it downloads them again):
+``RESPQUEUE_RELEASE_SWEEP=1 python -m pytest tests/test_native_scripts.py -k release_family``.
 """
 
 from __future__ import annotations
