@@ -73,6 +73,21 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    + env % "HISTORY_RETENTION")
     s.add_argument("--native-scripts", dest="native_scripts", choices=("on", "off"),
                    help="native fast paths for BullMQ's hot scripts, default on" + env % "NATIVE_SCRIPTS")
+    add_replication_flags(s, env)
+
+
+def add_replication_flags(s: argparse.ArgumentParser, env: str) -> None:
+    """Replication (docs/REPLICATION.md)."""
+    s.add_argument("--replicaof", metavar="'HOST PORT'", help="start as a replica of this master" + env % "REPLICAOF")
+    s.add_argument("--masterauth", help="password to AUTH to the master with" + env % "MASTERAUTH")
+    s.add_argument("--masteruser", help="user to AUTH to the master as" + env % "MASTERUSER")
+    s.add_argument("--repl-backlog-size", dest="repl_backlog_size", type=int,
+                   help="bytes of replication stream kept for partial resyncs, default 1048576"
+                   + env % "REPL_BACKLOG_SIZE")
+    s.add_argument("--replica-ack", dest="replica_ack", type=int, metavar="N",
+                   help="durable mode: reply to a write once N replicas committed it (default 0)" + env % "REPLICA_ACK")
+    s.add_argument("--replica-priority", dest="replica_priority", type=int,
+                   help="Sentinel's promotion priority, default 100 (0: never)" + env % "REPLICA_PRIORITY")
 
 
 def _history_switch(v: str) -> str:

@@ -44,6 +44,15 @@ class Config:
     history: str = "on"  # job history capture (compat/history.py): on or off
     history_retention: str = "7d"  # job history kept this long: 3600s, 90m, 12h, 7d (0: forever)
     native_scripts: str = "on"  # on|off: native fast paths for BullMQ's hot scripts (compat/scripts.py)
+    # replication (respqueue/replication/, docs/REPLICATION.md)
+    replicaof: str | None = None  # "host port": start as a replica of that master
+    masterauth: str | None = None  # password (and user) a replica AUTHs to its master with
+    masteruser: str | None = None
+    repl_backlog_size: int = 1024 * 1024  # bytes of the replication stream kept for partial resyncs
+    replica_ack: int = 0  # durable mode: a write's reply waits until this many replicas committed it
+    replica_priority: int = 100  # Sentinel's promotion order (0: never promoted)
+    repl_ping_replica_period: int = 10  # seconds between the master's heartbeats to its replicas
+    repl_timeout: int = 60  # a replica drops its link after this long without a byte from its master
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -147,4 +156,15 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "lazyfree-lazy-user-flush": (None, "no", "str", True),
     "activerehashing": (None, "yes", "str", True),
     "protected-mode": (None, "no", "str", True),
+    "replicaof": ("replicaof", None, "str", False),
+    "slaveof": ("replicaof", None, "str", False),
+    "masterauth": ("masterauth", None, "str", True),
+    "masteruser": ("masteruser", None, "str", True),
+    "repl-backlog-size": ("repl_backlog_size", None, "memory", False),
+    "replica-priority": ("replica_priority", None, "int", True),
+    "slave-priority": ("replica_priority", None, "int", True),
+    "repl-ping-replica-period": ("repl_ping_replica_period", None, "int", True),
+    "repl-timeout": ("repl_timeout", None, "int", True),
+    "replica-read-only": (None, "yes", "str", False),
+    "min-replicas-to-write": (None, "0", "int", True),
 }

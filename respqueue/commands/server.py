@@ -625,6 +625,10 @@ def _ops_per_sec(server: Any) -> int:
 
 
 def _sec_replication(server: Any) -> list[str]:
+    if server.repl is not None:
+        from ..replication.commands import info_lines
+
+        return info_lines(server)
     return [
         "role:master",
         "connected_slaves:0",
@@ -1297,6 +1301,10 @@ def monitor(c: Any, argv: list[bytes]) -> Any:
 
 @command("role", 1, "noscript loading stale fast", group="server")
 def role(c: Any, argv: list[bytes]) -> Any:
+    if c.server.repl is not None:
+        from ..replication.commands import role_reply
+
+        return role_reply(c.server)
     return [b"master", 0, []]
 
 
@@ -1312,6 +1320,10 @@ def wait(c: Any, argv: list[bytes]) -> Any:
         raise RedisError("ERR timeout is not an integer or out of range")
     if timeout < 0:
         raise TIMEOUT_NEGATIVE
+    if c.server.repl is not None:
+        from ..replication.commands import wait_reply
+
+        return wait_reply(c, n, timeout)
     if n <= 0 or not c.may_block:
         return 0
     # no replica will ever acknowledge: wait for the timeout (0: forever), as Redis does
