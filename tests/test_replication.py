@@ -1,0 +1,299 @@
+"""Replication between real respqueue processes on loopback (respqueue/replication/), compared with a
+real Redis master/replica pair where Redis defines the reply."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from .servers import RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
+
+pytestmark = pytest.mark.skipif(redis_server_path() is None, reason="redis-server is not installed")
+
+
+def until(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            v = cond()
+            if v:
+                return v
+        except (redis.ConnectionError, redis.TimeoutError, ConnectionError):
+            pass
+        if time.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def cli(port: int) -> redis.Redis:
+    return redis.Redis(port=port, socket_timeout=10)
+
+
+def info(c: redis.Redis) -> dict[str, Any]:
+    return c.info("replication")
+
+
+def in_sync(m: redis.Redis, rs: list[redis.Redis]) -> bool:
+    off = info(m)["master_repl_offset"]
+    return all(info(x).get("master_link_status") == "up" and info(x)["slave_repl_offset"] == off for x in rs)
+
+
+def start_replica(master: ServerProcess, *extra: str, workdir: str | None = None, port: int | None = None) -> ServerProcess:
+    return start_respqueue("--replicaof", f"127.0.0.1 {master.port}", *extra, workdir=workdir, port=port)
+
+
+def dump_all(c: redis.Redis) -> dict[tuple[int, bytes], Any]:
+    """Every key of databases 0 and 1 with its type, value and whether it has a TTL."""
+    out: dict[tuple[int, bytes], Any] = {}
+    for dbi in (0, 1):
+        c.execute_command("SELECT", dbi)
+        for k in c.keys("*"):
+            t = c.type(k)
+            if t == b"string":
+                v: Any = c.get(k)
+            elif t == b"hash":
+                v = c.hgetall(k)
+            elif t == b"list":
+                v = c.lrange(k, 0, -1)
+            elif t == b"set":
+                v = sorted(c.smembers(k))
+            elif t == b"zset":
+                v = c.zrange(k, 0, -1, withscores=True)
+            else:
+                v = (c.xrange(k), c.execute_command("XINFO", "GROUPS", k))
+            out[(dbi, k)] = (t, v, c.pttl(k) > 0)
+    c.execute_command("SELECT", 0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    m = start_respqueue()
+    r = start_replica(m)
+    yield m, r
+    r.stop()
+    m.stop()
+
+
+@pytest.fixture(scope="module")
+def redis_pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    m = start_redis()
+    r = start_redis("--replicaof", f"127.0.0.1 {m.port}")
+    mc, rc = cli(m.port), cli(r.port)
+    mc.set("x", "1")
+    until(lambda: in_sync(mc, [rc]), what="the Redis replica")
+    yield m, r
+    r.stop()
+    m.stop()
+
+
+def workload(c: redis.Redis, tag: str) -> None:
+    """Writes of every type, small and large (one row vs a row per element in the store)."""
+    p = c.pipeline(transaction=False)
+    p.set(f"{tag}:s", "v")
+    p.set(f"{tag}:ttl", "v", ex=1000)
+    p.incrby(f"{tag}:n", 5)
+    p.hset(f"{tag}:h", mapping={"a": "1", "b": "2"})
+    p.hset(f"{tag}:bigh", mapping={f"f{i}": str(i) for i in range(300)})
+    p.rpush(f"{tag}:l", *[f"i{i}" for i in range(5)])
+    p.rpush(f"{tag}:bigl", *[f"i{i}" for i in range(400)])
+    p.sadd(f"{tag}:set", *[f"m{i}" for i in range(50)])
+    p.zadd(f"{tag}:z", {f"m{i}": i * 1.5 for i in range(200)})
+    for i in range(300):
+        p.xadd(f"{tag}:x", {"i": str(i)}, id=f"{i + 1}-0")
+    p.xgroup_create(f"{tag}:x", "g", id="0")
+    p.execute()
+    c.xreadgroup("g", "c1", {f"{tag}:x": ">"}, count=3)
+    c.xdel(f"{tag}:x", "5-0")
+    c.lpop(f"{tag}:bigl", 10)
+    c.lset(f"{tag}:bigl", 3, "changed")
+    c.hdel(f"{tag}:bigh", "f1", "f2")
+    c.zrem(f"{tag}:z", "m3")
+    c.srem(f"{tag}:set", "m7")
+    c.delete(f"{tag}:s")
+    c.execute_command("SELECT", 1)
+    c.set(f"{tag}:db1", "one")
+    c.execute_command("SELECT", 0)
+
+
+def test_writes_appear_on_replica(pair: tuple[ServerProcess, ServerProcess]) -> None:
+    m, r = pair
+    mc, rc = cli(m.port), cli(r.port)
+    workload(mc, "w")
+    mc.eval("redis.call('set', KEYS[1], ARGV[1]); redis.call('lpush', KEYS[2], ARGV[1])", 2, "w:lua", "w:lual", "z")
+    until(lambda: in_sync(mc, [rc]), what="the replica to catch up")
+    want = dump_all(mc)
+    assert want and dump_all(rc) == want
+    # FLUSHDB and SWAPDB reach the replica too
+    mc.execute_command("SWAPDB", 0, 1)
+    until(lambda: in_sync(mc, [rc]))
+    assert dump_all(rc) == dump_all(mc)
+    mc.execute_command("SELECT", 1)
+    mc.flushdb()
+    until(lambda: in_sync(mc, [rc]))
+    assert dump_all(rc) == dump_all(mc)
+    mc.flushall()
+    until(lambda: in_sync(mc, [rc]))
+    assert dump_all(rc) == {}
+
+
+def test_readonly_replica(pair: tuple[ServerProcess, ServerProcess], redis_pair: tuple[ServerProcess, ServerProcess]) -> None:
+    _, r = pair
+    _, rr = redis_pair
+    got, want = RawConn(r.port), RawConn(rr.port)
+    for cmd in (("SET", "k", "v"), ("LPUSH", "l", "x"), ("GET", "k"), ("MULTI",), ("SET", "k", "v"), ("EXEC",),
+                ("PUBLISH", "ch", "hi"), ("EVAL", "return 1", "0")):
+        assert got.call_raw(*cmd) == want.call_raw(*cmd), cmd
+    # a script may read on a replica, never write
+    assert got.call_raw("EVAL", "return redis.call('get', 'k')", "0") == b"$-1\r\n"
+    assert got.call_raw("EVAL", "return redis.call('set', 'k', 'v')", "0").startswith(b"-")
+    assert cli(r.port).get("k") is None
+    got.close()
+    want.close()
+
+
+def _shape(reply: Any) -> Any:
+    """Types and nesting of a reply, values left out."""
+    if isinstance(reply, list):
+        return [_shape(x) for x in reply]
+    return type(reply).__name__
+
+
+def _info_fields(text: bytes) -> list[tuple[str, str]]:
+    out = []
+    for line in text.split(b"\r\n", 1)[1].decode().splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            kind = "int" if v.lstrip("-").isdigit() else "str"
+            if k.startswith("slave") and k[5:].isdigit():
+                v = ",".join(sorted(p.split("=")[0] for p in v.split(",")))
+                kind = v
+            out.append((k, kind))
+    return out
+
+
+def test_role_and_info_match_redis(pair: tuple[ServerProcess, ServerProcess],
+                                   redis_pair: tuple[ServerProcess, ServerProcess]) -> None:
+    m, r = pair
+    rm, rr = redis_pair
+    mc, rc = cli(m.port), cli(r.port)
+    mc.set("role", "1")
+    until(lambda: in_sync(mc, [rc]))
+    for port in (m.port, rm.port):
+        until(lambda port=port: cli(port).execute_command("ROLE")[2], what="an online replica in ROLE")
+    for ours, theirs in ((m, rm), (r, rr)):
+        a, b = cli(ours.port), cli(theirs.port)
+        assert _shape(a.execute_command("ROLE")) == _shape(b.execute_command("ROLE"))
+        fa = _info_fields(RawConn(ours.port).call_raw("INFO", "replication"))
+        fb = _info_fields(RawConn(theirs.port).call_raw("INFO", "replication"))
+        assert fa == fb
+    role = mc.execute_command("ROLE")
+    assert role[0] == b"master" and role[2] == [[b"127.0.0.1", str(r.port).encode(), str(role[1]).encode()]]
+    role = rc.execute_command("ROLE")
+    assert role[:4] == [b"slave", b"127.0.0.1", m.port, b"connected"]
+    i = info(mc)
+    assert i["connected_slaves"] == 1 and i["slave0"]["port"] == r.port and i["slave0"]["state"] == "online"
+    assert info(rc)["master_replid"] == i["master_replid"]
+
+
+def test_wait(pair: tuple[ServerProcess, ServerProcess], redis_pair: tuple[ServerProcess, ServerProcess]) -> None:
+    m, r = pair
+    rm, _ = redis_pair
+    for port in (m.port, rm.port):
+        c = cli(port)
+        c.set("w", "1")
+        assert c.execute_command("WAIT", 1, 5000) == 1
+        t0 = time.time()
+        assert c.execute_command("WAIT", 2, 200) == 1  # only one replica: times out with 1
+        assert time.time() - t0 >= 0.15
+        p = c.pipeline(transaction=False)
+        p.set("w", "2")
+        p.execute_command("WAIT", 1, 5000)
+        assert p.execute() == [True, 1]
+    assert cli(r.port).get("w") == b"2"
+    got, want = RawConn(r.port), RawConn(redis_pair[1].port)
+    assert got.call_raw("WAIT", "1", "10") == want.call_raw("WAIT", "1", "10")
+    for args in (("REPLICAOF", "127.0.0.1", "notaport"), ("REPLICAOF", "127.0.0.1"), ("REPLCONF", "bogus", "1")):
+        assert RawConn(m.port).call_raw(*args) == RawConn(rm.port).call_raw(*args), args
+
+
+def test_replica_restart_resumes_or_resyncs() -> None:
+    m = start_respqueue("--repl-backlog-size", "65536")
+    mc = cli(m.port)
+    mc.set("a", "1")
+    r = start_replica(m)
+    rc = cli(r.port)
+    until(lambda: in_sync(mc, [rc]))
+    port, workdir = r.port, r.workdir
+    try:
+        # a short absence: the backlog still holds what it missed, so it resumes (no snapshot)
+        r.stop()
+        for i in range(20):
+            mc.set(f"p{i}", i)
+        r = start_replica(m, port=port, workdir=workdir)
+        rc = cli(r.port)
+        until(lambda: in_sync(mc, [rc]))
+        assert rc.get("p19") == b"19" and rc.get("a") == b"1"
+        until(lambda: "resumed at offset" in m.output(), what="a partial resync")
+        assert "full resynchronisation" not in r.output()
+        # a long one: more than the backlog went by, so it takes a fresh snapshot
+        r.stop()
+        big = "x" * 1000
+        for i in range(200):
+            mc.set(f"big{i}", big)
+        mc.delete("a")
+        r = start_replica(m, port=port, workdir=workdir)
+        rc = cli(r.port)
+        until(lambda: in_sync(mc, [rc]))
+        assert "full resynchronisation" in r.output()
+        assert rc.get("a") is None and rc.get("big199") == big.encode() and rc.dbsize() == mc.dbsize()
+    finally:
+        r.stop()
+        m.stop()
+
+
+def test_master_killed_then_promotion_and_demotion() -> None:
+    m = start_respqueue()
+    mc = cli(m.port)
+    r = start_replica(m)
+    rc = cli(r.port)
+    try:
+        workload(mc, "k")
+        until(lambda: in_sync(mc, [rc]))
+        before = dump_all(mc)
+        m.stop(signal.SIGKILL)
+        until(lambda: info(rc)["master_link_status"] == "down")
+        assert "master_link_down_since_seconds" in info(rc)
+        assert rc.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        assert dump_all(rc) == before
+        rc.set("after", "promotion")
+        rc.rpush("k:bigl", "more")
+        i = info(rc)
+        assert i["role"] == "master" and i["second_repl_offset"] > 0
+        # the old master comes back and is made a replica of the new one: it catches up
+        m = start_respqueue(port=m.port, workdir=m.workdir)
+        mc = cli(m.port)
+        assert mc.execute_command("REPLICAOF", "127.0.0.1", r.port) == b"OK"
+        assert mc.execute_command("REPLICAOF", "127.0.0.1", r.port) == b"OK Already connected to specified master"
+        until(lambda: in_sync(rc, [mc]))
+        assert dump_all(mc) == dump_all(rc)
+        assert mc.get("after") == b"promotion"
+        with pytest.raises(redis.ReadOnlyError):
+            mc.set("x", "1")
+        # its store holds it too: a restart keeps the data and resumes from its offset
+        m.stop()
+        assert not os.path.exists(os.path.join(m.workdir, "data", "replsync-incoming.db"))
+        m = start_replica(r, port=m.port, workdir=m.workdir)
+        mc = cli(m.port)
+        rc.set("later", "1")
+        until(lambda: in_sync(rc, [mc]))
+        assert mc.get("later") == b"1" and mc.get("after") == b"promotion"
+    finally:
+        m.stop()
+        r.stop()
