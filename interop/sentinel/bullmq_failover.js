@@ -2,15 +2,15 @@
 // for the failover tests (tests/test_sentinel.py) and interop/bench/failover.py.
 // Usage: node bullmq_failover.js SENTINEL_PORTS QUEUE N [DELAY_MS]
 //   SENTINEL_PORTS: comma-separated ports on 127.0.0.1; the master set is named `mymaster`.
-// It adds jobs j0..j{N-1} one at a time (an add that fails is retried with the same job id, so it is
-// idempotent) and processes them. Lines on stdout: `added ID` once an add was acknowledged,
+// It adds jobs j0, j1, ... one at a time (an add that fails is retried with the same job id, so it is
+// idempotent), at most N, and stops adding when a line `stop` arrives on stdin; it processes them. Lines on stdout: `added ID` once an add was acknowledged,
 // `processed ID` each time the processor ran, `completed ID` for each 'completed' event, `error MSG`,
 // and `done` when every job completed (then the counts as JSON: `counts {...}`).
 'use strict';
 const { Queue, Worker } = require('bullmq');
 
 const [portsArg, queueName, nArg, delayArg = '5'] = process.argv.slice(2);
-const N = Number(nArg);
+const N = Number(nArg);  // at most this many jobs
 const delay = Number(delayArg);
 const sentinels = portsArg.split(',').map((p) => ({ host: '127.0.0.1', port: Number(p) }));
 const out = (s) => process.stdout.write(s + '\n');
@@ -45,12 +45,16 @@ async function main() {
     out(`completed ${job.id}`);
     completed.add(job.id);
   });
-  for (let i = 0; i < N; i++) {
+  let stop = false;
+  process.stdin.on('data', (d) => { if (String(d).includes('stop')) stop = true; });
+  let total = 0;
+  for (let i = 0; i < N && !stop; i++) {
     const id = `j${i}`;
     for (;;) {
       try {
         await queue.add('job', { i }, { jobId: id, removeOnComplete: false });
         out(`added ${id}`);
+        total = i + 1;
         break;
       } catch (e) {
         out(`error add ${id} ${e.message}`);
@@ -60,7 +64,7 @@ async function main() {
     if (delay) await sleep(delay);
   }
   while (!finished) {
-    if (completed.size >= N) finished = true;
+    if (completed.size >= total) finished = true;
     else await sleep(100);
   }
   let counts;

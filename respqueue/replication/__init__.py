@@ -94,7 +94,8 @@ class Replication:
             return
         body = [op for op in ops if op[0] != META_SQL]
         if not body:
-            self.bid_offsets[bid] = self.offset
+            if self.ack_n:
+                self.bid_offsets[bid] = self.offset
             return
         from .master import pack_frame
 
@@ -121,6 +122,10 @@ class Replication:
 
     def release_bid(self, committed: int) -> int:
         """--replica-ack: the last batch whose held replies may go (committed and acked)."""
+        if self.bid_offsets:
+            from .master import update_acked
+
+            update_acked(self)  # a batch with nothing to stream is acked as soon as it commits
         return min(committed, self.acked_bid)
 
     def refusal(self) -> RedisError | None:

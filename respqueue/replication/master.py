@@ -165,10 +165,10 @@ def ack(repl: Any, conn: Any, offset: int) -> None:
     st.ack_time = time.time()
     if offset > st.ack:
         st.ack = offset
-        if repl.ack_n:
-            _advance_acked(repl)
-        if repl.waits:
-            _serve_waits(repl)
+    if repl.ack_n and repl.bid_offsets:
+        _advance_acked(repl)
+    if repl.waits:
+        _serve_waits(repl)
 
 
 def acked_by(repl: Any, offset: int) -> int:
@@ -176,11 +176,11 @@ def acked_by(repl: Any, offset: int) -> int:
     return sum(1 for st in repl.slaves.values() if st.state == "online" and st.ack >= offset)
 
 
-def _advance_acked(repl: Any) -> None:
-    """--replica-ack N: release the held replies of the batches N replicas have committed."""
+def update_acked(repl: Any) -> bool:
+    """--replica-ack N: move ``acked_bid`` to the last batch N replicas have committed; True if it moved."""
     acks = sorted((st.ack for st in repl.slaves.values() if st.state == "online"), reverse=True)
     if len(acks) < repl.ack_n:
-        return
+        return False
     upto = acks[repl.ack_n - 1]
     best = repl.acked_bid
     for bid, off in list(repl.bid_offsets.items()):
@@ -189,6 +189,14 @@ def _advance_acked(repl: Any) -> None:
             del repl.bid_offsets[bid]
     if best > repl.acked_bid:
         repl.acked_bid = best
+        return True
+    return False
+
+
+def _advance_acked(repl: Any) -> None:
+    """--replica-ack N: release the held replies of the batches N replicas have committed."""
+    if update_acked(repl):
+        best = repl.acked_bid
         j = repl.server.journal
         if j is not None and j.waiters:
             j._release(min(best, j.committed_id), None)
