@@ -141,9 +141,13 @@ def test_failover_keeps_clients_working_and_loses_no_acked_write() -> None:
             pytest.fail(f"not all jobs completed: missing {missing[:10]} {state} {lists} active={active} "
                         f"master={m} {call(m, 'ROLE')}\n" + "\n".join(x for x in out if x.startswith("error"))[-3000:])
         assert len(added) > 50
-        assert set(completed) == added, f"acknowledged but never completed: {sorted(added - set(completed))[:10]}"
+        finished = set(next(x for x in out if x.startswith("finished ")).split()[1:])
+        assert finished == added, f"acknowledged but not completed: {sorted(added - finished)[:10]}"
+        # a job's completion is reported at most once (a completion whose reply a kill cut off is not
+        # reported, but is in the completed set above)
         twice = [j for j, n in completed.items() if n > 1]
         assert not twice, f"completed twice: {twice[:10]}"
+        assert set(completed) <= added
         counts = json.loads(next(x for x in out if x.startswith("counts "))[7:])
         assert counts["completed"] == len(added) and counts["failed"] == 0
         # every acknowledged INCR is in the counter on the master of the end (retries may add more)

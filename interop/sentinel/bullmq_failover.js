@@ -5,7 +5,8 @@
 // It adds jobs j0, j1, ... one at a time (an add that fails is retried with the same job id, so it is
 // idempotent), at most N, and stops adding when a line `stop` arrives on stdin; it processes them. Lines on stdout: `added ID` once an add was acknowledged,
 // `processed ID` each time the processor ran, `completed ID` for each 'completed' event, `error MSG`,
-// and `done` when every job completed (then the counts as JSON: `counts {...}`).
+// then, once the queue holds every job as finished, `finished ID ID ...` (the completed set), `done`
+// and the counts as JSON: `counts {...}`.
 'use strict';
 const { Queue, Worker } = require('bullmq');
 
@@ -32,7 +33,6 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function main() {
   const queue = new Queue(queueName, { connection: connection() });
   queue.on('error', (e) => out(`error queue ${e.message}`));
-  const completed = new Set();
   let finished = false;
   const worker = new Worker(queueName, async (job) => {
     out(`processed ${job.id}`);
@@ -43,7 +43,6 @@ async function main() {
   worker.on('error', (e) => out(`error worker ${e.message}`));
   worker.on('completed', (job) => {
     out(`completed ${job.id}`);
-    completed.add(job.id);
   });
   let stop = false;
   process.stdin.on('data', (d) => { if (String(d).includes('stop')) stop = true; });
@@ -63,14 +62,22 @@ async function main() {
     }
     if (delay) await sleep(delay);
   }
-  while (!finished) {
-    if (completed.size >= total) finished = true;
-    else await sleep(100);
-  }
+  // done when every job added is finished in the queue itself: a completion the server committed
+  // while its reply was lost in a failover emits no 'completed' event here
   let counts;
+  while (!finished) {
+    try {
+      counts = await queue.getJobCounts('completed', 'failed', 'active', 'wait', 'delayed', 'prioritized');
+      if (counts.completed + counts.failed >= total && counts.active === 0 && counts.wait === 0) finished = true;
+    } catch (e) {
+      out(`error counts ${e.message}`);
+    }
+    if (!finished) await sleep(200);
+  }
   for (;;) {
     try {
-      counts = await queue.getJobCounts('completed', 'failed', 'active', 'wait', 'delayed');
+      const ids = (await queue.getCompleted(0, -1)).map((j) => j.id);
+      out(`finished ${ids.join(' ')}`);
       break;
     } catch (e) {
       await sleep(200);
