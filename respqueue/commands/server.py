@@ -1473,6 +1473,8 @@ def debug(c: Any, argv: list[bytes]) -> Any:
         return _debug_object(c, argv[2])
     if sub == b"change-repl-id" and n == 2:
         server.master_replid = secrets.token_hex(20)
+        if server.repl is not None:  # as Redis: a new id, and no second one
+            server.repl.replid, server.repl.replid2, server.repl.second_offset = server.master_replid, "0" * 40, -1
         return OK
     if sub == b"error" and n == 3:
         raise RedisError(argv[2])

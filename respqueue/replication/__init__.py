@@ -152,6 +152,16 @@ class Replication:
         from .master import drop_slaves
 
         drop_slaves(self)
+        if not self.is_replica:
+            # as Redis: a blocked command (BLPOP, BZPOPMIN, XREAD BLOCK, WAIT) would write or wait on a
+            # master that this node no longer is
+            unblocked = RedisError("UNBLOCKED force unblock from blocking operation, instance state changed "
+                                   "(master -> replica?)")
+            for c in list(server.clients.values()):
+                if getattr(c, "blocked", None) is not None:
+                    server.unblock_client(c)
+                    self.waits.pop(c, None)
+                    c.unblocked_with(unblocked)
         self.master_host, self.master_port = host, port
         server.write_refused = READONLY
         server.active_expire_enabled = False
