@@ -297,3 +297,27 @@ def test_master_killed_then_promotion_and_demotion() -> None:
     finally:
         m.stop()
         r.stop()
+
+
+def test_masterauth_and_config() -> None:
+    m = start_respqueue("--requirepass", "pw")
+    mc = redis.Redis(port=m.port, password="pw", socket_timeout=10)
+    mc.set("a", "1")
+    good = start_replica(m, "--masterauth", "pw")
+    bad = start_replica(m)
+    try:
+        rc = cli(good.port)
+        until(lambda: rc.get("a") == b"1", what="the replica with masterauth")
+        assert rc.config_get("masterauth") == {"masterauth": "pw"}
+        assert rc.config_get("replicaof") == {"replicaof": f"127.0.0.1 {m.port}"}
+        assert rc.config_get("replica-priority") == {"replica-priority": "100"}
+        # without the password the link never comes up, and the log says why
+        until(lambda: "set masterauth" in bad.output(), what="the AUTH failure in the log")
+        i = info(cli(bad.port))
+        assert i["master_link_status"] == "down" and i["master_link_down_since_seconds"] >= 0
+        assert cli(bad.port).get("a") is None
+        assert info(mc)["connected_slaves"] == 1
+    finally:
+        bad.stop()
+        good.stop()
+        m.stop()

@@ -163,6 +163,7 @@ class Replication:
                     self.waits.pop(c, None)
                     c.unblocked_with(unblocked)
         self.master_host, self.master_port = host, port
+        server.config.replicaof = f"{host} {port}"  # CONFIG GET replicaof
         server.write_refused = READONLY
         server.active_expire_enabled = False
         self.link_down_since = time.time()
@@ -179,6 +180,7 @@ class Replication:
             self.link = None
         self.master_host = None
         self.master_port = 0
+        self.server.config.replicaof = None
         self.replid2 = self.replid
         self.second_offset = self.offset + 1
         self.replid = secrets.token_hex(20)
