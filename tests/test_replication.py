@@ -321,3 +321,37 @@ def test_masterauth_and_config() -> None:
         bad.stop()
         good.stop()
         m.stop()
+
+
+def test_replica_ack() -> None:
+    """--replica-ack 1: a write's reply waits until a replica committed it, so the replica already holds
+    what the master acknowledged; with no replica, write replies wait. Also after roles were swapped."""
+    m = start_respqueue("--replica-ack", "1")
+    r = None
+    try:
+        with pytest.raises(TimeoutError):
+            RawConn(m.port, timeout=1.0).call_raw("SET", "k", "0")  # no replica: the reply waits
+        r = start_replica(m, "--replica-ack", "1")
+        mc, rc = cli(m.port), cli(r.port)
+        for i in range(30):
+            mc.set("k", i)
+            assert rc.get("k") == str(i).encode()  # acknowledged: already on the replica
+        # swap the roles twice: each new master waits for its own replica's acknowledgements
+        for a, b in ((r, m), (m, r)):
+            ac, bc = cli(a.port), cli(b.port)
+            ac.execute_command("REPLICAOF", "NO", "ONE")
+            bc.execute_command("REPLICAOF", "127.0.0.1", a.port)
+            for i in range(10):
+                ac.incr("n")
+                assert bc.get("n") == ac.get("n")
+        # m is the master again: without its replica its write replies wait, as at the start
+        r.stop(signal.SIGKILL)
+        with pytest.raises(TimeoutError):
+            RawConn(m.port, timeout=1.0).call_raw("INCR", "n")
+        r = start_replica(m, "--replica-ack", "1", port=r.port, workdir=r.workdir)
+        assert cli(m.port).incr("n") == 22
+        assert cli(r.port).get("n") == b"22"
+    finally:
+        if r is not None:
+            r.stop()
+        m.stop()

@@ -162,6 +162,8 @@ class Replication:
                     server.unblock_client(c)
                     self.waits.pop(c, None)
                     c.unblocked_with(unblocked)
+        self.bid_offsets.clear()
+        self.pending = None
         self.master_host, self.master_port = host, port
         server.config.replicaof = f"{host} {port}"  # CONFIG GET replicaof
         server.write_refused = READONLY
@@ -186,6 +188,11 @@ class Replication:
         self.replid = secrets.token_hex(20)
         self.ensure_backlog()
         server = self.server
+        # --replica-ack counts from here: what this node acked as a master before it was a replica
+        # says nothing about its new batches
+        self.bid_offsets.clear()
+        self.pending = None
+        self.acked_bid = server.journal.committed_id if server.journal is not None else 0
         if server.write_refused is READONLY:
             server.write_refused = None
         server.active_expire_enabled = True
