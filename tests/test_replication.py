@@ -341,7 +341,7 @@ def test_replica_ack() -> None:
             ac, bc = cli(a.port), cli(b.port)
             ac.execute_command("REPLICAOF", "NO", "ONE")
             bc.execute_command("REPLICAOF", "127.0.0.1", a.port)
-            for i in range(10):
+            for _ in range(10):
                 ac.incr("n")
                 assert bc.get("n") == ac.get("n")
         # m is the master again: without its replica its write replies wait, as at the start
