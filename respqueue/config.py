@@ -70,6 +70,7 @@ class Config:
                 raise ValueError(f"cannot read config file {path}: {e.strerror or e}") from None
             except tomllib.TOMLDecodeError as e:
                 raise ValueError(f"{path} is not valid TOML: {e}") from None
+            cfg.config_path = path  # CONFIG REWRITE writes the replication role back here
             for k, v in data.items():
                 k = k.replace("-", "_")
                 if k not in names:

@@ -355,3 +355,33 @@ def test_replica_ack() -> None:
         if r is not None:
             r.stop()
         m.stop()
+
+
+def test_config_rewrite_keeps_the_role(tmp_path: Any) -> None:
+    """CONFIG REWRITE (Sentinel sends it with every REPLICAOF) writes the role into the TOML file, so a
+    restarted node keeps it; without a config file it is Redis's error."""
+    m = start_respqueue()
+    conf = tmp_path / "node.toml"
+    conf.write_text('# a node\nmaxclients = 500\nreplicaof = "127.0.0.1 1"\n')
+    r = start_respqueue("--config", str(conf))
+    try:
+        assert RawConn(m.port).call_raw("CONFIG", "REWRITE") == b"-ERR The server is running without a config file\r\n"
+        rc = cli(r.port)
+        assert rc.execute_command("REPLICAOF", "127.0.0.1", m.port) == b"OK"
+        assert rc.execute_command("CONFIG", "REWRITE") == b"OK"
+        text = conf.read_text()
+        assert f'replicaof = "127.0.0.1 {m.port}"' in text and "maxclients = 500" in text and "# a node" in text
+        assert text.count("replicaof") == 1
+        cli(m.port).set("a", "1")
+        port, workdir = r.port, r.workdir
+        r.stop()
+        r = start_respqueue("--config", str(conf), port=port, workdir=workdir)
+        rc = cli(r.port)
+        until(lambda: rc.get("a") == b"1", what="the restarted replica")
+        assert info(rc)["role"] == "slave"
+        rc.execute_command("REPLICAOF", "NO", "ONE")
+        rc.execute_command("CONFIG", "REWRITE")
+        assert "replicaof" not in conf.read_text()
+    finally:
+        r.stop()
+        m.stop()

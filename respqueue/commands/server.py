@@ -347,6 +347,11 @@ def reset_stats(server: Any) -> None:
 
 @subcommand("config", "rewrite", 2, "admin noscript loading stale")
 def config_rewrite(c: Any, argv: list[bytes]) -> Any:
+    path = getattr(c.server.config, "config_path", None)
+    if path:
+        from ..replication.commands import rewrite_config
+
+        return rewrite_config(c.server, path)
     raise RedisError("ERR The server is running without a config file")
 
 

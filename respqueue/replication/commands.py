@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import time
 from typing import Any
 
@@ -166,3 +168,26 @@ def wait_reply(c: Any, n: int, timeout_ms: int) -> Any:
     if target < 0:
         asyncio.get_running_loop().create_task(master.resolve_wait(repl, c))
     return Block([], timeout_ms / 1000.0, got)
+
+
+_ROLE_LINE = re.compile(r"^\s*(replicaof|slaveof)\s*=")
+
+
+def rewrite_config(server: Any, path: str) -> Any:
+    """CONFIG REWRITE with a TOML config file: the ``replicaof`` line says the current role (a node
+    Sentinel demoted comes back from a restart as a replica); the other lines stay as they are."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [ln for ln in f.read().splitlines() if not _ROLE_LINE.match(ln)]
+        repl = server.repl
+        if repl is not None and repl.is_replica:
+            lines.append(f'replicaof = "{repl.master_host} {repl.master_port}"')
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise RedisError(f"ERR Rewriting config file: {e.strerror or e}") from None
+    return OK
