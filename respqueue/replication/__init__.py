@@ -50,6 +50,7 @@ class Replication:
         self.master_port = 0
         self.link: Any = None  # replica.MasterLink while a replica
         self.link_down_since = time.time()
+        self.pinger: Any = None  # master.pinger's task
         self._load_state()
 
     # ---- state ---------------------------------------------------------------
@@ -201,7 +202,13 @@ class Replication:
 
 
 def open_replication(server: Any) -> Replication:
+    import asyncio
+
+    from .master import pinger
+
     repl = Replication(server)
+    if server.journal is not None:
+        repl.pinger = asyncio.get_running_loop().create_task(pinger(repl))
     cfg = server.config
     target = getattr(cfg, "replicaof", None)
     if target:

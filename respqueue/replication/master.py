@@ -243,9 +243,11 @@ async def resolve_wait(repl: Any, c: Any) -> None:
 
 async def pinger(repl: Any) -> None:
     """Heartbeat frames (Redis's PING every repl-ping-replica-period seconds)."""
-    from . import PING_FRAME
+    from . import META_SQL, PING_FRAME
 
     while True:
         await asyncio.sleep(max(1, int(getattr(repl.server.config, "repl_ping_replica_period", 10))))
-        if repl.slaves and not repl.is_replica and repl.pending is None and not repl.server.journal.busy:
+        j = repl.server.journal
+        if repl.slaves and not repl.is_replica and repl.pending is None and not j.busy:
             feed(repl, PING_FRAME)
+            j.append_op(META_SQL, ("repl_offset", str(repl.offset)))  # the store keeps the offset
