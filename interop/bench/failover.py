@@ -2,7 +2,7 @@
 
     python -m interop.bench.failover [--kills 20] [--replicas 2] [--replica-ack 1]
 
-A respqueue master with replicas and three sentinels (down-after-milliseconds 1000, failover-timeout
+A respqueue master with replicas and three sentinels (down-after-milliseconds 2000, failover-timeout
 3000; interop/sentinel/cluster.py). Each round kills the master with SIGKILL and measures the time
 until (a) every sentinel names a new master that says it is one, and (b) a redis-py client through
 ``redis.sentinel`` has a write acknowledged again (it retries every 50 ms). The killed node is
@@ -54,6 +54,7 @@ def main() -> None:
         for k in range(args.kills):
             time.sleep(1.0)
             old = c.master()
+            before = acked  # acknowledged before the kill: all must survive it
             t0 = time.time()
             c.kill(old)
             new = c.wait_new_master(old)
@@ -63,8 +64,10 @@ def main() -> None:
             t2 = max(last_ok[0], t1)
             promote.append(t1 - t0)
             writable.append(t2 - t0)
+            after = int(call(new, "GET", "counter") or 0)
             print(f"kill {k + 1}: master {old} -> {new}: promoted after {t1 - t0:.2f} s, "
-                  f"writes acknowledged again after {t2 - t0:.2f} s", flush=True)
+                  f"writes acknowledged again after {t2 - t0:.2f} s"
+                  + ("" if after >= before else f"; LOST {before - after} acknowledged INCRs"), flush=True)
             c.start_node(old, replicaof=new)
             c.wait_replica(old)
         stop.set()

@@ -2,7 +2,8 @@
 
 Used by tests/test_sentinel.py and interop/bench/failover.py. Every node is a respqueue process
 (``python -m respqueue serve``) with its own data directory; the sentinels monitor the set
-``mymaster`` with a quorum of 2, ``down-after-milliseconds 1000`` and ``failover-timeout 3000``.
+``mymaster`` with a quorum of 2, ``down-after-milliseconds 2000`` (see DOWN_AFTER_MS) and
+``failover-timeout 3000``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAME = "mymaster"
+# Not 1000: Sentinel pings every min(down-after, 1000) ms and, when it switches to a new master, sends
+# the first PING to it only a period after creating the link, whose clock starts at creation; with
+# down-after 1000 a healthy, freshly promoted master is seen down for an instant, and two sentinels seeing
+# that at once fail it over again (a split brain that loses what it acknowledged meanwhile).
+DOWN_AFTER_MS = 2000
 
 
 def free_port() -> int:
@@ -107,7 +113,7 @@ class Cluster:
         with open(conf, "w") as f:
             f.write(f"port {port}\nbind 127.0.0.1\ndir {d}\n"
                     f"sentinel monitor {NAME} 127.0.0.1 {master} 2\n"
-                    f"sentinel down-after-milliseconds {NAME} 1000\n"
+                    f"sentinel down-after-milliseconds {NAME} {DOWN_AFTER_MS}\n"
                     f"sentinel failover-timeout {NAME} 3000\n"
                     f"sentinel parallel-syncs {NAME} 2\n")
         log = open(os.path.join(d, "sentinel.log"), "ab")
