@@ -1,5 +1,5 @@
 """Automatic failover with real ``redis-sentinel``: a respqueue master with two replicas and three
-sentinels on loopback (interop/sentinel/cluster.py); a redis-py client through ``redis.sentinel`` and a
+sentinels on loopback (interop/sentinel/cluster.py; down-after-milliseconds 2000, failover-timeout 3000); a redis-py client through ``redis.sentinel`` and a
 BullMQ producer/worker on ioredis with ``sentinels`` (interop/sentinel/bullmq_failover.js) keep working
 while the master is killed with SIGKILL, three times. With ``--replica-ack 1`` no acknowledged write is
 lost: every acknowledged job completes, exactly once, and no acknowledged INCR goes missing."""
