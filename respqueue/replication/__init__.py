@@ -11,6 +11,7 @@ replication id and offset a store is at are committed with the batch that brough
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -24,6 +25,8 @@ log = logging.getLogger("respqueue")
 READONLY = RedisError("READONLY You can't write against a read only replica.")
 META_SQL = "INSERT OR REPLACE INTO meta(name, value) VALUES(?,?)"
 PING_FRAME = b"$1\r\n\xc0\r\n"  # msgpack nil: a heartbeat (advances the offset, as Redis's PING)
+
+from .master import drop_slaves, feed, pack_frame, pinger, slave_gone, update_acked  # noqa: E402
 
 
 class Replication:
@@ -98,8 +101,6 @@ class Replication:
             if self.ack_n:
                 self.bid_offsets[bid] = self.offset
             return
-        from .master import pack_frame
-
         frame = pack_frame(body)
         end = self.offset + len(frame)
         ops.append((META_SQL, [("repl_id", self.replid), ("repl_offset", str(end))], True))
@@ -112,8 +113,6 @@ class Replication:
         if p is None or p[0] != bid:
             return
         self.pending = None
-        from .master import feed
-
         feed(self, p[1])
 
     def on_failed(self, bid: int) -> None:
@@ -124,8 +123,6 @@ class Replication:
     def release_bid(self, committed: int) -> int:
         """--replica-ack: the last batch whose held replies may go (committed and acked)."""
         if self.bid_offsets:
-            from .master import update_acked
-
             update_acked(self)  # a batch with nothing to stream is acked as soon as it commits
         return min(committed, self.acked_bid)
 
@@ -137,8 +134,6 @@ class Replication:
         if self.waits:
             self.waits.pop(c, None)
         if self.slaves and c in self.slaves:
-            from .master import slave_gone
-
             slave_gone(self, c)
 
     # ---- roles ---------------------------------------------------------------
@@ -150,8 +145,6 @@ class Replication:
             raise RedisError("ERR replication needs a store: run with --durability durable or buffered")
         if self.link is not None:
             self.link.stop()
-        from .master import drop_slaves
-
         drop_slaves(self)
         if not self.is_replica:
             # as Redis: a blocked command (BLPOP, BZPOPMIN, XREAD BLOCK, WAIT) would write or wait on a
@@ -202,10 +195,6 @@ class Replication:
 
 
 def open_replication(server: Any) -> Replication:
-    import asyncio
-
-    from .master import pinger
-
     repl = Replication(server)
     if server.journal is not None:
         repl.pinger = asyncio.get_running_loop().create_task(pinger(repl))
