@@ -385,3 +385,19 @@ def test_config_rewrite_keeps_the_role(tmp_path: Any) -> None:
     finally:
         r.stop()
         m.stop()
+
+
+def test_replication_refusals(pair: tuple[ServerProcess, ServerProcess]) -> None:
+    """What cannot be: replication without a store, a replica of a replica, and SYNC (an RDB stream)."""
+    mem = start_respqueue("--durability", "memory")
+    try:
+        got = RawConn(mem.port).call_raw("REPLICAOF", "127.0.0.1", "1")
+        assert got.startswith(b"-ERR replication needs a store")
+        assert RawConn(mem.port).call_raw("PSYNC", "?", "-1").startswith(b"-ERR replication needs a store")
+        assert info(cli(mem.port))["role"] == "master"
+    finally:
+        mem.stop()
+    _, r = pair
+    assert RawConn(r.port).call_raw("PSYNC", "?", "-1").startswith(b"-ERR respqueue replicas do not serve replicas")
+    assert RawConn(r.port).call_raw("SYNC").startswith(b"-ERR")
+    assert RawConn(r.port).call_raw("PSYNC", "?", "x") == b"-ERR value is not an integer or out of range\r\n"
