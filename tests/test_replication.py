@@ -401,3 +401,38 @@ def test_replication_refusals(pair: tuple[ServerProcess, ServerProcess]) -> None
     assert RawConn(r.port).call_raw("PSYNC", "?", "-1").startswith(b"-ERR respqueue replicas do not serve replicas")
     assert RawConn(r.port).call_raw("SYNC").startswith(b"-ERR")
     assert RawConn(r.port).call_raw("PSYNC", "?", "x") == b"-ERR value is not an integer or out of range\r\n"
+
+
+def test_big_lists_and_zsets_follow_in_place(pair: tuple[ServerProcess, ServerProcess]) -> None:
+    """A big list or sorted set (a row per element in the store) changed at its ends or by member, in
+    many small batches (the replica applies those in place), then in the middle (reloaded whole)."""
+    m, r = pair
+    mc, rc = cli(m.port), cli(r.port)
+    mc.rpush("bl", *[f"i{i}" for i in range(300)])
+    mc.zadd("bz", {f"m{i}": i for i in range(300)})
+    mc.expire("bz", 1000)
+    for i in range(60):
+        p = mc.pipeline(transaction=False)
+        p.lpush("bl", f"head{i}")
+        p.rpush("bl", f"tail{i}", f"tail{i}b")
+        if i % 3 == 0:
+            p.rpop("bl")
+            p.lpop("bl", 2)
+        if i % 7 == 0:
+            p.lset("bl", 0, f"set{i}")
+            p.lset("bl", -1, f"set{i}")
+        p.zadd("bz", {f"n{i}": -i, f"m{i}": 1000 + i})
+        p.zrem("bz", f"m{i + 100}")
+        p.zincrby("bz", 0.5, f"m{i + 200}")
+        p.execute()
+        if i % 10 == 0:
+            mc.rpoplpush("bl", "bl")
+    mc.lset("bl", 150, "middle")
+    mc.linsert("bl", "BEFORE", "middle", "inserted")
+    mc.lrem("bl", 1, "i200")
+    mc.persist("bz")
+    until(lambda: in_sync(mc, [rc]))
+    assert rc.lrange("bl", 0, -1) == mc.lrange("bl", 0, -1)
+    assert rc.zrange("bz", 0, -1, withscores=True) == mc.zrange("bz", 0, -1, withscores=True)
+    assert rc.ttl("bz") == -1
+    assert rc.object("encoding", "bz") == mc.object("encoding", "bz")

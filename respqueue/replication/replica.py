@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import os
 import re
@@ -12,6 +13,7 @@ from typing import Any
 
 import msgpack
 
+from ..persistence.journal import _DELETE, _KEY_UPSERT, _UPSERT
 from ..persistence.store import ALL_TABLES
 from ..persistence.writer import run_batch
 from . import META_SQL
@@ -249,14 +251,22 @@ def apply_frames(repl: Any, frames: list[bytes]) -> None:
 
 
 def _reload(server: Any, ops: list[Any]) -> None:
-    keys: dict[tuple[int, bytes], None] = {}
+    # key -> its row operations in this group, in order: (sql, rows)
+    keys: dict[tuple[int, bytes], list[tuple[str, list[Any]]]] = {}
     whole = False
     for sql, params, many in ops:
         if sql == META_SQL:
             continue
         if _KEY_TABLES.match(sql) and (sql.startswith("INSERT") or "WHERE db=? AND key=?" in sql):
             for row in (params if many else (params,)):
-                keys[(row[0], bytes(row[1]))] = None
+                k = (row[0], bytes(row[1]))
+                kops = keys.get(k)
+                if kops is None:
+                    keys[k] = kops = []
+                if kops and kops[-1][0] == sql:
+                    kops[-1][1].append(row)
+                else:
+                    kops.append((sql, [row]))
         elif _WHOLE.match(sql):
             whole = True  # FLUSHDB, SWAPDB: the whole keyspace again
     j = server.journal
@@ -266,8 +276,12 @@ def _reload(server: Any, ops: list[Any]) -> None:
     conn = j.store.conn
     dbs = server.dbs
     stored = j.stored
-    for k in keys:
-        reload_key(conn, dbs, stored, k)
+    debug = log.isEnabledFor(logging.DEBUG)
+    for k, kops in keys.items():
+        if not _incremental(dbs, stored, k, kops):
+            reload_key(conn, dbs, stored, k)
+        elif debug:
+            log.debug("replication: key %r of db %d changed in place", k[1], k[0])
         db = dbs[k[0]] if 0 <= k[0] < len(dbs) else None
         if db is not None:
             if db.watched and k[1] in db.watched:
@@ -305,3 +319,86 @@ def install_snapshot(server: Any, path: str) -> None:
 def _commit_state(server: Any) -> None:
     repl = server.repl
     run_batch(server.journal.store.conn, [(META_SQL, repl.state_rows(), True)])
+
+
+_LIST_OPS = {_UPSERT[b"list"], _DELETE[b"list"], _KEY_UPSERT}
+_ZSET_OPS = {_UPSERT[b"zset"], _DELETE[b"zset"], _KEY_UPSERT}
+
+
+def _incremental(dbs: list[Any], stored: dict[tuple[int, bytes], bytes], k: tuple[int, bytes],
+                 kops: list[tuple[str, list[Any]]]) -> bool:
+    """Apply a big list's or a big zset's element rows to its container in place, instead of reloading
+    it whole (BullMQ's wait list and completed set: a push or pop at an end, a member added or removed).
+    False when the change is anything else: the key is then reloaded from the store, which holds the
+    truth either way, so giving up half-way is safe."""
+    dbi, key = k
+    if not 0 <= dbi < len(dbs):
+        return False
+    db = dbs[dbi]
+    v = db.data.get(key)
+    rt = stored.get(k)
+    if v is None or type(v) is bytes or rt is None or v.rtype != rt or v._jkey != k:
+        return False
+    allowed = _LIST_OPS if rt == b"list" else _ZSET_OPS if rt == b"zset" else None
+    if allowed is None or any(sql not in allowed for sql, _ in kops):
+        return False
+    exp: Any = False
+    for sql, rows in kops:
+        if sql == _KEY_UPSERT:
+            row = rows[-1]
+            if row[2] != rt.decode() or row[5] is not None:
+                return False  # now a one-row key (a small list), or another type
+            exp = row[3]
+    if rt == b"list":
+        p, d = v._p, v._d
+        if p is None:
+            return False
+        for sql, rows in kops:
+            if sql == _DELETE[b"list"]:
+                for row in rows:
+                    pos = row[2]
+                    if p and pos == p[0]:
+                        p.popleft()
+                        d.popleft()
+                    elif p and pos == p[-1]:
+                        p.pop()
+                        d.pop()
+                    else:
+                        return False
+            elif sql == _UPSERT[b"list"]:
+                for row in rows:
+                    pos, val = row[2], bytes(row[3])
+                    if not p or pos > p[-1]:
+                        p.append(float(pos))
+                        d.append(val)
+                    elif pos < p[0]:
+                        p.appendleft(float(pos))
+                        d.appendleft(val)
+                    elif pos == p[0]:
+                        d[0] = val
+                    elif pos == p[-1]:
+                        d[-1] = val
+                    else:
+                        return False
+    else:
+        log = v._jlog
+        v._jlog = None  # these changes are the store's already: not logged for the journal
+        try:
+            for sql, rows in kops:
+                if sql == _DELETE[b"zset"]:
+                    for row in rows:
+                        v.remove(bytes(row[2]))
+                elif sql == _UPSERT[b"zset"]:
+                    for row in rows:
+                        v.add(bytes(row[2]), row[3])
+        finally:
+            v._jlog = log
+    if not len(v):
+        return False
+    if exp is not False:
+        if exp is None:
+            db.expires.pop(key, None)
+        elif db.expires.get(key) != exp:
+            db.expires[key] = exp
+            heapq.heappush(db.expire_heap, (exp, key))
+    return True
