@@ -16,6 +16,9 @@ from ..resp import RedisError
 log = logging.getLogger("respqueue")
 _pack = msgpack.Packer(use_bin_type=True).pack
 CHUNK = 1 << 20
+# a replica that does not read its stream is dropped past this much unsent output (Redis's
+# client-output-buffer-limit for replicas, 256 MB hard); it resumes or resyncs when it reconnects
+OUTPUT_LIMIT = 256 << 20
 
 
 def pack_frame(ops: list[Any]) -> bytes:
@@ -45,13 +48,19 @@ def feed(repl: Any, frame: bytes) -> None:
     bl = repl.ensure_backlog()
     start = bl.end
     repl.offset = bl.append(frame)
+    slow = None
     for conn, st in repl.slaves.items():
         if st.state == "online":
             t = conn.transport
             if t is not None and not t.is_closing():
                 t.write(frame)
+                if t.get_write_buffer_size() > OUTPUT_LIMIT:
+                    slow = [*(slow or ()), conn]
         else:
             st.buffer.append((start, frame))
+    for conn in slow or ():
+        log.warning("replica %s is %d bytes behind: dropping its link", conn.addr.decode(), OUTPUT_LIMIT)
+        conn.close("replica output buffer limit reached")
 
 
 def psync(repl: Any, conn: Any, replid: str, off: int) -> None:
