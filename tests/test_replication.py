@@ -44,7 +44,9 @@ def in_sync(m: redis.Redis, rs: list[redis.Redis]) -> bool:
     return all(info(x).get("master_link_status") == "up" and info(x)["slave_repl_offset"] == off for x in rs)
 
 
-def start_replica(master: ServerProcess, *extra: str, workdir: str | None = None, port: int | None = None) -> ServerProcess:
+def start_replica(
+    master: ServerProcess, *extra: str, workdir: str | None = None, port: int | None = None
+) -> ServerProcess:
     return start_respqueue("--replicaof", f"127.0.0.1 {master.port}", *extra, workdir=workdir, port=port)
 
 
@@ -143,12 +145,22 @@ def test_writes_appear_on_replica(pair: tuple[ServerProcess, ServerProcess]) -> 
     assert dump_all(rc) == {}
 
 
-def test_readonly_replica(pair: tuple[ServerProcess, ServerProcess], redis_pair: tuple[ServerProcess, ServerProcess]) -> None:
+def test_readonly_replica(
+    pair: tuple[ServerProcess, ServerProcess], redis_pair: tuple[ServerProcess, ServerProcess]
+) -> None:
     _, r = pair
     _, rr = redis_pair
     got, want = RawConn(r.port), RawConn(rr.port)
-    for cmd in (("SET", "k", "v"), ("LPUSH", "l", "x"), ("GET", "k"), ("MULTI",), ("SET", "k", "v"), ("EXEC",),
-                ("PUBLISH", "ch", "hi"), ("EVAL", "return 1", "0")):
+    for cmd in (
+        ("SET", "k", "v"),
+        ("LPUSH", "l", "x"),
+        ("GET", "k"),
+        ("MULTI",),
+        ("SET", "k", "v"),
+        ("EXEC",),
+        ("PUBLISH", "ch", "hi"),
+        ("EVAL", "return 1", "0"),
+    ):
         assert got.call_raw(*cmd) == want.call_raw(*cmd), cmd
     # a script may read on a replica, never write
     assert got.call_raw("EVAL", "return redis.call('get', 'k')", "0") == b"$-1\r\n"
@@ -178,8 +190,9 @@ def _info_fields(text: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def test_role_and_info_match_redis(pair: tuple[ServerProcess, ServerProcess],
-                                   redis_pair: tuple[ServerProcess, ServerProcess]) -> None:
+def test_role_and_info_match_redis(
+    pair: tuple[ServerProcess, ServerProcess], redis_pair: tuple[ServerProcess, ServerProcess]
+) -> None:
     m, r = pair
     rm, rr = redis_pair
     mc, rc = cli(m.port), cli(r.port)

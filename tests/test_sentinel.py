@@ -25,7 +25,9 @@ from .servers import ROOT
 INTEROP = os.path.join(ROOT, "interop")
 
 pytestmark = [
-    pytest.mark.skipif(sentinel_path() is None, reason="redis-sentinel is not installed (apt-get install redis-sentinel)"),
+    pytest.mark.skipif(
+        sentinel_path() is None, reason="redis-sentinel is not installed (apt-get install redis-sentinel)"
+    ),
 ]
 needs_node = pytest.mark.skipif(
     shutil.which("node") is None or not os.path.isdir(os.path.join(INTEROP, "node_modules")),
@@ -103,7 +105,12 @@ def test_failover_keeps_clients_working_and_loses_no_acked_write() -> None:
         # jobs are added (one at a time, 20 ms apart) until `stop`, and processed, all through the kills
         node = subprocess.Popen(
             ["node", "sentinel/bullmq_failover.js", ",".join(map(str, c.sentinel_ports)), "failq", "100000", "20"],
-            cwd=INTEROP, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=INTEROP,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         lines = Lines(node)
         lines.start()
         for k in range(3):
@@ -138,8 +145,10 @@ def test_failover_keeps_clients_working_and_loses_no_acked_write() -> None:
             state = {j: call(m, "HGETALL", f"bull:failq:{j}") for j in missing[:5]}
             lists = {k: call(m, "TYPE", f"bull:failq:{k}") for k in ("wait", "active", "completed", "marker")}
             active = call(m, "LRANGE", "bull:failq:active", "0", "-1")
-            pytest.fail(f"not all jobs completed: missing {missing[:10]} {state} {lists} active={active} "
-                        f"master={m} {call(m, 'ROLE')}\n" + "\n".join(x for x in out if x.startswith("error"))[-3000:])
+            pytest.fail(
+                f"not all jobs completed: missing {missing[:10]} {state} {lists} active={active} "
+                f"master={m} {call(m, 'ROLE')}\n" + "\n".join(x for x in out if x.startswith("error"))[-3000:]
+            )
         assert len(added) > 50
         finished = set(next(x for x in out if x.startswith("finished ")).split()[1:])
         assert finished == added, f"acknowledged but not completed: {sorted(added - finished)[:10]}"

@@ -65,9 +65,12 @@ def main() -> None:
             promote.append(t1 - t0)
             writable.append(t2 - t0)
             after = int(call(new, "GET", "counter") or 0)
-            print(f"kill {k + 1}: master {old} -> {new}: promoted after {t1 - t0:.2f} s, "
-                  f"writes acknowledged again after {t2 - t0:.2f} s"
-                  + ("" if after >= before else f"; LOST {before - after} acknowledged INCRs"), flush=True)
+            print(
+                f"kill {k + 1}: master {old} -> {new}: promoted after {t1 - t0:.2f} s, "
+                f"writes acknowledged again after {t2 - t0:.2f} s"
+                + ("" if after >= before else f"; LOST {before - after} acknowledged INCRs"),
+                flush=True,
+            )
             c.start_node(old, replicaof=new)
             c.wait_replica(old)
         stop.set()

@@ -85,9 +85,14 @@ class Cluster:
             self._start_sentinel(master)
         # every sentinel knows the replicas and the other sentinels
         for sp in self.sentinels:
-            until(lambda sp=sp: len(call(sp, "SENTINEL", "REPLICAS", NAME)) == replicas, 30, "sentinels to see replicas")
-            until(lambda sp=sp: len(call(sp, "SENTINEL", "SENTINELS", NAME)) == sentinels - 1, 30,
-                  "sentinels to see each other")
+            until(
+                lambda sp=sp: len(call(sp, "SENTINEL", "REPLICAS", NAME)) == replicas, 30, "sentinels to see replicas"
+            )
+            until(
+                lambda sp=sp: len(call(sp, "SENTINEL", "SENTINELS", NAME)) == sentinels - 1,
+                30,
+                "sentinels to see each other",
+            )
 
     @property
     def sentinel_ports(self) -> list[int]:
@@ -96,8 +101,17 @@ class Cluster:
     def start_node(self, port: int, replicaof: int | None = None) -> None:
         d = os.path.join(self.dir, f"node-{port}")
         os.makedirs(d, exist_ok=True)
-        argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(port), "--dir", os.path.join(d, "data"),
-                *self.node_args]
+        argv = [
+            sys.executable,
+            "-m",
+            "respqueue",
+            "serve",
+            "--port",
+            str(port),
+            "--dir",
+            os.path.join(d, "data"),
+            *self.node_args,
+        ]
         if replicaof is not None:
             argv += ["--replicaof", f"127.0.0.1 {replicaof}"]
         log = open(os.path.join(d, "server.log"), "ab")
@@ -111,14 +125,17 @@ class Cluster:
         os.makedirs(d)
         conf = os.path.join(d, "sentinel.conf")
         with open(conf, "w") as f:
-            f.write(f"port {port}\nbind 127.0.0.1\ndir {d}\n"
-                    f"sentinel monitor {NAME} 127.0.0.1 {master} 2\n"
-                    f"sentinel down-after-milliseconds {NAME} {DOWN_AFTER_MS}\n"
-                    f"sentinel failover-timeout {NAME} 3000\n"
-                    f"sentinel parallel-syncs {NAME} 2\n")
+            f.write(
+                f"port {port}\nbind 127.0.0.1\ndir {d}\n"
+                f"sentinel monitor {NAME} 127.0.0.1 {master} 2\n"
+                f"sentinel down-after-milliseconds {NAME} {DOWN_AFTER_MS}\n"
+                f"sentinel failover-timeout {NAME} 3000\n"
+                f"sentinel parallel-syncs {NAME} 2\n"
+            )
         log = open(os.path.join(d, "sentinel.log"), "ab")
-        self.sentinels[port] = subprocess.Popen([sentinel_path() or "redis-sentinel", conf], stdout=log,
-                                                stderr=subprocess.STDOUT, cwd=d)
+        self.sentinels[port] = subprocess.Popen(
+            [sentinel_path() or "redis-sentinel", conf], stdout=log, stderr=subprocess.STDOUT, cwd=d
+        )
         log.close()
         until(lambda: call(port, "PING") == b"PONG", 30, f"sentinel {port} to start")
 
@@ -140,6 +157,7 @@ class Cluster:
 
     def wait_new_master(self, old: int, timeout: float = 60) -> int:
         """Wait until every sentinel names a master other than ``old`` that says it is one."""
+
         def switched() -> int | None:
             ports = set()
             for sp in self.sentinels:
@@ -154,12 +172,14 @@ class Cluster:
     def wait_replica(self, port: int, timeout: float = 60) -> None:
         """Wait until node ``port`` is a synchronised replica of the master the sentinels name (a loaded
         machine may see an extra failover: the master is looked up each time)."""
+
         def synced() -> bool:
             master = self.master()
             if call(master, "ROLE")[0] != b"master":
                 return False
             role = call(port, "ROLE")
             return role[0] == b"slave" and role[2] == master and role[3] == b"connected"
+
         until(synced, timeout, f"node {port} to become a replica")
 
     def close(self) -> None:

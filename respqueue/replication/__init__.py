@@ -66,8 +66,11 @@ class Replication:
         conn = j.store.conn if j is not None else None
         if conn is None:
             return
-        rows = dict(conn.execute(
-            "SELECT name, value FROM meta WHERE name IN ('repl_id', 'repl_offset', 'repl_id2', 'repl_offset2')"))
+        rows = dict(
+            conn.execute(
+                "SELECT name, value FROM meta WHERE name IN ('repl_id', 'repl_offset', 'repl_id2', 'repl_offset2')"
+            )
+        )
         if "repl_id" in rows and "repl_offset" in rows:
             self.replid = rows["repl_id"]
             self.offset = int(rows["repl_offset"])
@@ -76,8 +79,12 @@ class Replication:
             self.second_offset = int(rows["repl_offset2"])
 
     def state_rows(self) -> list[tuple[str, str]]:
-        return [("repl_id", self.replid), ("repl_offset", str(self.offset)),
-                ("repl_id2", self.replid2), ("repl_offset2", str(self.second_offset))]
+        return [
+            ("repl_id", self.replid),
+            ("repl_offset", str(self.offset)),
+            ("repl_id2", self.replid2),
+            ("repl_offset2", str(self.second_offset)),
+        ]
 
     def persist_state(self) -> None:
         """Commit the replication id/offset with the journal's next batch."""
@@ -149,8 +156,9 @@ class Replication:
         if not self.is_replica:
             # as Redis: a blocked command (BLPOP, BZPOPMIN, XREAD BLOCK, WAIT) would write or wait on a
             # master that this node no longer is
-            unblocked = RedisError("UNBLOCKED force unblock from blocking operation, instance state changed "
-                                   "(master -> replica?)")
+            unblocked = RedisError(
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+            )
             for c in list(server.clients.values()):
                 if getattr(c, "blocked", None) is not None:
                     server.unblock_client(c)

@@ -95,10 +95,18 @@ def role_reply(server: Any) -> list[Any]:
     if repl.is_replica:
         link = repl.link
         state = link.state if link is not None else "connect"
-        return [b"slave", repl.master_host.encode(), repl.master_port, state.encode(),
-                repl.offset if link is not None and link.up else -1]
-    slaves = [[st.ip.encode(), str(st.port).encode(), str(st.ack).encode()]
-              for st in repl.slaves.values() if st.state == "online"]
+        return [
+            b"slave",
+            repl.master_host.encode(),
+            repl.master_port,
+            state.encode(),
+            repl.offset if link is not None and link.up else -1,
+        ]
+    slaves = [
+        [st.ip.encode(), str(st.port).encode(), str(st.ack).encode()]
+        for st in repl.slaves.values()
+        if st.state == "online"
+    ]
     return [b"master", repl.offset, slaves]
 
 
@@ -132,8 +140,9 @@ def info_lines(server: Any) -> list[str]:
     out.append(f"connected_slaves:{len(online)}")
     if not repl.is_replica:
         for i, st in enumerate(online):
-            out.append(f"slave{i}:ip={st.ip},port={st.port},state={st.state},offset={st.ack},"
-                       f"lag={int(now - st.ack_time)}")
+            out.append(
+                f"slave{i}:ip={st.ip},port={st.port},state={st.state},offset={st.ack},lag={int(now - st.ack_time)}"
+            )
     bl = repl.backlog
     out += [
         "master_failover_state:no-failover",
@@ -156,9 +165,11 @@ def wait_reply(c: Any, n: int, timeout_ms: int) -> Any:
     repl = c.server.repl
     if repl is None or repl.is_replica:
         if repl is not None and repl.is_replica:
-            raise RedisError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 "
-                             "if a replica is configured to be writable (which is not the default) writes to "
-                             "replicas are just local and are not propagated.")
+            raise RedisError(
+                "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 "
+                "if a replica is configured to be writable (which is not the default) writes to "
+                "replicas are just local and are not propagated."
+            )
         return 0
     target = master.wait_target(repl)
     got = master.acked_by(repl, target) if target >= 0 else 0

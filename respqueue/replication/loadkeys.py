@@ -27,8 +27,9 @@ from ..types.zset import ZSet
 _M64 = (1 << 64) - 1
 
 
-def reload_key(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
-               k: tuple[int, bytes]) -> None:
+def reload_key(
+    conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes], k: tuple[int, bytes]
+) -> None:
     """Make key ``k`` = (db, key) in memory what the store holds (absent when it has no row)."""
     dbi, key = k
     if dbi < 0 or dbi >= len(dbs):
@@ -49,21 +50,22 @@ def reload_key(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int,
     elif typ == "hash":
         h = Hash()
         h.d = d = dict(conn.execute("SELECT field, value FROM hash_fields WHERE db = ? AND key = ?", k).fetchall())
-        h.ht = bool(d) and (len(d) > HASH_MAX_ENTRIES or max(map(len, d)) > HASH_MAX_VALUE
-                            or max(map(len, d.values())) > HASH_MAX_VALUE)
+        h.ht = bool(d) and (
+            len(d) > HASH_MAX_ENTRIES or max(map(len, d)) > HASH_MAX_VALUE or max(map(len, d.values())) > HASH_MAX_VALUE
+        )
         h._jkey = k
         h._jlog = []
         stored[k] = b"hash"
         v = h
     elif typ == "set":
-        v = Set.from_members({r[0] for r in conn.execute(
-            "SELECT member FROM set_members WHERE db = ? AND key = ?", k)})
+        v = Set.from_members({r[0] for r in conn.execute("SELECT member FROM set_members WHERE db = ? AND key = ?", k)})
         v._jkey = k
         v._jlog = []
         stored[k] = b"set"
     elif typ == "zset":
-        v = ZSet.from_sorted(sorted(conn.execute(
-            "SELECT score, member FROM zset_members WHERE db = ? AND key = ?", k).fetchall()))
+        v = ZSet.from_sorted(
+            sorted(conn.execute("SELECT score, member FROM zset_members WHERE db = ? AND key = ?", k).fetchall())
+        )
         v._jkey = k
         v._jlog = []
         stored[k] = b"zset"
@@ -78,8 +80,10 @@ def reload_key(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int,
         stored[k] = b"list"
     elif typ == "stream":
         v = Stream()
-        chunks = sorted(((r[0] & _M64) << 64 | (r[1] & _M64), r[2]) for r in conn.execute(
-            "SELECT ms, seq, entries FROM stream_chunks WHERE db = ? AND key = ?", k))
+        chunks = sorted(
+            ((r[0] & _M64) << 64 | (r[1] & _M64), r[2])
+            for r in conn.execute("SELECT ms, seq, entries FROM stream_chunks WHERE db = ? AND key = ?", k)
+        )
         first = _stream_first(value)
         for _c, blob in chunks:
             flat = msgpack.unpackb(blob, raw=True, use_list=True)

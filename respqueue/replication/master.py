@@ -92,8 +92,7 @@ def psync(repl: Any, conn: Any, replid: str, off: int) -> None:
                 t.write(b"".join(frames))
             st.state = "online"
             st.ack = r
-            log.info("replica %s:%d resumed at offset %d (%d bytes sent)", st.ip, st.port, r,
-                     sum(map(len, frames)))
+            log.info("replica %s:%d resumed at offset %d (%d bytes sent)", st.ip, st.port, r, sum(map(len, frames)))
             return
     st.start = repl.offset
     asyncio.get_running_loop().create_task(_full_sync(repl, conn, st))
@@ -143,8 +142,14 @@ async def _full_sync(repl: Any, conn: Any, st: SlaveState) -> None:
         st.state = "online"
         st.ack = at
         st.ack_time = time.time()
-        log.info("replica %s:%d synchronised: %d-byte snapshot at offset %d in %.3f s", st.ip, st.port, size, at,
-                 time.perf_counter() - t0)
+        log.info(
+            "replica %s:%d synchronised: %d-byte snapshot at offset %d in %.3f s",
+            st.ip,
+            st.port,
+            size,
+            at,
+            time.perf_counter() - t0,
+        )
     except Exception as e:  # noqa: BLE001 - the replica retries
         log.error("full synchronisation of replica %s:%d failed: %s", st.ip, st.port, e)
         conn.close("replica sync failed")

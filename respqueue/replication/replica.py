@@ -174,8 +174,14 @@ class MasterLink:
         if repl.backlog is not None:
             repl.backlog.reset(off)
         _commit_state(server)
-        log.info("full resynchronisation from master %s:%d: %d-byte snapshot at offset %d in %.3f s", self.host,
-                 self.port, size, off, time.perf_counter() - t0)
+        log.info(
+            "full resynchronisation from master %s:%d: %d-byte snapshot at offset %d in %.3f s",
+            self.host,
+            self.port,
+            size,
+            off,
+            time.perf_counter() - t0,
+        )
 
     async def _stream(self, reader: asyncio.StreamReader) -> None:
         repl = self.repl
@@ -204,7 +210,7 @@ class MasterLink:
                     break
                 if buf[pos] != 36:  # '$'
                     raise LinkError("bad frame in the replication stream")
-                ln = int(buf[pos + 1:nl])
+                ln = int(buf[pos + 1 : nl])
                 end = nl + 2 + ln + 2
                 if end > n:
                     break
@@ -223,7 +229,7 @@ class MasterLink:
 
 def _unpack(frame: bytes) -> Any:
     nl = frame.index(b"\r\n")
-    return msgpack.unpackb(frame[nl + 2:-2], raw=False, use_list=False, strict_map_key=False)
+    return msgpack.unpackb(frame[nl + 2 : -2], raw=False, use_list=False, strict_map_key=False)
 
 
 def apply_frames(repl: Any, frames: list[bytes]) -> None:
@@ -237,8 +243,12 @@ def apply_frames(repl: Any, frames: list[bytes]) -> None:
         if body:
             ops.extend(body)
     end = repl.offset + sum(map(len, frames))
-    state = [("repl_id", repl.replid), ("repl_offset", str(end)), ("repl_id2", repl.replid2),
-             ("repl_offset2", str(repl.second_offset))]
+    state = [
+        ("repl_id", repl.replid),
+        ("repl_offset", str(end)),
+        ("repl_id2", repl.replid2),
+        ("repl_offset2", str(repl.second_offset)),
+    ]
     ops.append((META_SQL, state, True))
     err = run_batch(conn, ops)
     if err is not None:
@@ -258,7 +268,7 @@ def _reload(server: Any, ops: list[Any]) -> None:
         if sql == META_SQL:
             continue
         if _KEY_TABLES.match(sql) and (sql.startswith("INSERT") or "WHERE db=? AND key=?" in sql):
-            for row in (params if many else (params,)):
+            for row in params if many else (params,):
                 k = (row[0], bytes(row[1]))
                 kops = keys.get(k)
                 if kops is None:
@@ -325,8 +335,9 @@ _LIST_OPS = {_UPSERT[b"list"], _DELETE[b"list"], _KEY_UPSERT}
 _ZSET_OPS = {_UPSERT[b"zset"], _DELETE[b"zset"], _KEY_UPSERT}
 
 
-def _incremental(dbs: list[Any], stored: dict[tuple[int, bytes], bytes], k: tuple[int, bytes],
-                 kops: list[tuple[str, list[Any]]]) -> bool:
+def _incremental(
+    dbs: list[Any], stored: dict[tuple[int, bytes], bytes], k: tuple[int, bytes], kops: list[tuple[str, list[Any]]]
+) -> bool:
     """Apply a big list's or a big zset's element rows to its container in place, instead of reloading
     it whole (BullMQ's wait list and completed set: a push or pop at an end, a member added or removed).
     False when the change is anything else: the key is then reloaded from the store, which holds the
