@@ -103,7 +103,14 @@ class MasterLink:
         server = repl.server
         cfg = server.config
         self.state = "connecting"
-        reader, self.writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port, limit=1 << 24), 10)
+        tls = None
+        if cfg.tls_replication == "yes":  # the link to the master over TLS (respqueue/tls.py), as Redis
+            from ..tls import client_context
+
+            tls = client_context(cfg)
+        reader, self.writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port, limit=1 << 24, ssl=tls), 10
+        )
         if cfg.masterauth:
             args = ["AUTH", cfg.masteruser, cfg.masterauth] if cfg.masteruser else ["AUTH", cfg.masterauth]
             r = await self._cmd(reader, *args)
@@ -114,7 +121,10 @@ class MasterLink:
             raise LinkError(r.decode("utf-8", "replace"))
         if r.startswith(b"-"):
             raise LinkError(f"the master needs a password: {r.decode('utf-8', 'replace')} (set masterauth)")
-        await self._cmd(reader, "REPLCONF", "listening-port", str(server.tcp_port))
+        # the port the master (and Sentinel, from its INFO) reaches this replica on: the TLS one with
+        # tls-replication, as Redis announces server.tls_port then
+        port = server.tls_port if tls is not None and server.tls_port else server.tcp_port
+        await self._cmd(reader, "REPLCONF", "listening-port", str(port))
         await self._cmd(reader, "REPLCONF", "capa", "eof", "capa", "psync2")
         # flush what this node still has to commit, so its offset is what its store holds
         j = server.journal
