@@ -62,7 +62,11 @@ def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     """``respqueue backup DEST`` and ``respqueue restore SRC`` (docs/BACKUPS.md)."""
     b = sub.add_parser("backup", help="copy the store (online, consistent) to a file, a directory or s3://bucket/prefix")
     b.add_argument("dest", metavar="DEST", help="a file, a directory, or s3://bucket/prefix")
-    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR); a sharded one"
+                   " (serve --shards: cluster.toml and shard-K/) is backed up shard by shard into DEST/shard-K/")
+    b.add_argument("--cluster", metavar="HOST:PORT", help="back up every node of this running cluster (their"
+                   " stores must be on this machine) into DEST/shard-K/, with the cluster file")
+    b.add_argument("--password", help="AUTH password of the --cluster nodes")
     add_quiet_flag(b)
     r = sub.add_parser("restore", help="verify a backup and put it in place of the store (the server must be stopped)")
     r.add_argument("src", metavar="SRC", help="a backup file, a directory of backups, s3://bucket/key or"
@@ -246,10 +250,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     if ns.cmd in ("backup", "restore"):
         from . import backup
+        from .cluster import backup as cluster_backup
 
         d = Config.load({"dir": ns.dir}).dir
         if ns.cmd == "backup":
+            if ns.cluster or cluster_backup.shard_dirs(d):
+                return cluster_backup.cli_backup(ns.dest, d, ns.cluster, ns.password, ns.quiet)
             return backup.cli_backup(ns.dest, d, ns.quiet)
+        if cluster_backup.is_cluster_backup(ns.src):
+            return cluster_backup.cli_restore(ns.src, d, ns.force, ns.quiet)
         return backup.cli_restore(ns.src, d, ns.force, ns.quiet)
     if ns.cmd in ("history", "analytics", "enqueue"):
         return run_history_command(ns)
