@@ -300,6 +300,10 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     q.add_argument("--batch", type=int, default=1000, help="jobs per addBulk call, default 1000")
     q.add_argument("--partitions", type=int, help="repartition the input into this many partitions")
     q.add_argument("--master", default="local[*]", help="Spark master, default local[*]")
+    q.add_argument("--queue-col", dest="queue_col", help="take each job's queue from this column (default: QUEUE)")
+    q.add_argument("--cluster", action="store_true", default=None,
+                   help="--host/--port is a node of a Redis Cluster (default: ask it, INFO cluster); every queue"
+                   " needs a {hash tag} in its name or --prefix")
     add_quiet_flag(q)
 
 
@@ -310,6 +314,18 @@ def run_history_command(ns: argparse.Namespace) -> int:
         from .progress import for_cli
 
         d = ns.dir if ns.dir and ns.dir.endswith(".db") else Config.load({"dir": ns.dir}).dir
+        from .history_export import export_shards, shard_stores
+
+        if shard_stores(d):  # serve --shards: every shard into the one dataset
+            try:
+                done = export_shards(d, ns.dest, parse_time(ns.since), parse_time(ns.until), incremental=not ns.full,
+                                     settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
+            except ExportError as err:
+                print(f"respqueue: {err}", file=sys.stderr)
+                return 1
+            for k, r in done:
+                print(f"shard-{k}: {r.summary()}")
+            return 0
         try:
             res = export_history(d, ns.dest, parse_time(ns.since), parse_time(ns.until),
                                  incremental=not ns.full, settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
@@ -342,7 +358,10 @@ def run_history_command(ns: argparse.Namespace) -> int:
         res = enqueue(df, ns.queue, name=ns.name, data_cols=ns.data_cols.split(",") if ns.data_cols else None,
                       opts=json.loads(ns.opts) if ns.opts else None, connection=conn, prefix=ns.prefix,
                       batch_size=ns.batch, name_col=ns.name_col, job_id_col=ns.job_id_col,
-                      progress=None if ns.quiet else for_cli())
+                      progress=None if ns.quiet else for_cli(), cluster=ns.cluster, queue_col=ns.queue_col)
+    except ValueError as e:  # bad arguments (no such column, a queue without a hash tag on a cluster): one line
+        print(f"respqueue enqueue: {e}", file=sys.stderr)
+        return 2
     finally:
         if active is None:
             spark.stop()
