@@ -221,7 +221,11 @@ def backup_shard_names(src: str) -> list[int]:
 
 
 def is_cluster_backup(src: str) -> bool:
-    return bool(backup_shard_names(src))
+    """Whether ``src`` holds shard-K/ backups (an unreadable S3 prefix: no; the plain restore says why)."""
+    try:
+        return bool(backup_shard_names(src))
+    except BackupError:
+        return False
 
 
 def restore_shards(src: str, directory: str, force: bool = False,
