@@ -40,10 +40,16 @@ def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
         x.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
         x.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
         x.add_argument("--password", help="AUTH password")
+    m = cs.add_parser("reshard", help="move slots (and their keys) to a node, live, as redis-cli --cluster reshard")
+    m.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+    m.add_argument("--slots", required=True, help="slots to move: 5, 0-99 or 1,5,10-20")
+    m.add_argument("--to", required=True, metavar="HOST:PORT", help="the node that gets them")
+    m.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+    m.add_argument("--password", help="AUTH password")
 
 
 def run_cluster_command(ns: argparse.Namespace) -> int:
-    from .cluster.admin import report, seeds_from_file
+    from .cluster.admin import move_slots, parse_slots, report, seeds_from_file
 
     seeds = list(ns.addrs)
     if ns.cluster_config:
@@ -55,6 +61,13 @@ def run_cluster_command(ns: argparse.Namespace) -> int:
     if not seeds:
         print("respqueue: name a node (HOST:PORT) or --cluster-config FILE", file=sys.stderr)
         return 2
+    if ns.cluster_cmd == "reshard":
+        try:
+            slots = parse_slots(ns.slots)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+        return move_slots(seeds, slots, ns.to, ns.password)
     return report(seeds, ns.password, ns.cluster_cmd == "check")
 
 

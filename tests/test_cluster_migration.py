@@ -1,9 +1,10 @@
 """A slot migration under a running BullMQ worker loses no job and runs none twice (issue 14's Done-when).
 
 ``serve --shards 2``; a BullMQ producer and worker on an ioredis Cluster (interop/cluster_migration.js) keep
-adding and processing jobs of a hash-tagged queue while the test moves the queue's slot to the other shard
-with the sequence ``redis-cli --cluster reshard`` sends (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE
-until the slot is empty, SETSLOT NODE on every node). Every added job must complete exactly once."""
+adding and processing jobs of a hash-tagged queue while the queue's slot moves to the other shard, with
+``respqueue cluster reshard`` (respqueue/cluster/admin.py) or ``redis-cli --cluster reshard``: SETSLOT
+IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE until the slot is empty, SETSLOT NODE on every node. Every added
+job must complete exactly once."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
 
 from respqueue.cluster.slots import key_slot
 
-from .cluster_servers import Shards
+from .cluster_servers import Shards, env
 from .servers import ROOT, RawConn
 
 INTEROP = os.path.join(ROOT, "interop")
@@ -27,46 +29,50 @@ pytestmark = pytest.mark.skipif(
     reason="run `npm ci` in interop/ (and install node) for the BullMQ cluster tests",
 )
 
-TAG = "move"  # slot 2546: shard 0 of two
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "respqueue", "cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+    )
 
 
-def _bulk_list(raw: bytes) -> list[bytes]:
-    """The elements of a RESP2 array of bulk strings."""
-    lines = raw.split(b"\r\n")
-    return [lines[i] for i in range(2, len(lines), 2) if lines[i - 1].startswith(b"$")]
+def move_with_respqueue(slot: int, ports: list[int]) -> str:
+    p = _cli("reshard", f"127.0.0.1:{ports[0]}", "--slots", str(slot), "--to", f"127.0.0.1:{ports[1]}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
 
 
-def move_slot(slot: int, src: int, dst: int, ports: list[int]) -> int:
-    """Move ``slot`` from the node on ``src`` to the one on ``dst`` as redis-cli --cluster reshard does;
-    returns the number of keys moved."""
-    a, b = RawConn(src), RawConn(dst)
-    moved = 0
-    try:
-        aid, bid = a.call_raw("CLUSTER", "MYID")[5:45], b.call_raw("CLUSTER", "MYID")[5:45]
-        assert b.call_raw("CLUSTER", "SETSLOT", slot, "IMPORTING", aid) == b"+OK\r\n"
-        assert a.call_raw("CLUSTER", "SETSLOT", slot, "MIGRATING", bid) == b"+OK\r\n"
-        empty = 0
-        while empty < 2:
-            keys = _bulk_list(a.call_raw("CLUSTER", "GETKEYSINSLOT", slot, "20"))
-            if not keys:
-                empty += 1
-                continue
-            empty = 0
-            r = a.call_raw("MIGRATE", "127.0.0.1", dst, "", "0", "10000", "KEYS", *keys)
-            assert r in (b"+OK\r\n", b"+NOKEY\r\n"), r
-            moved += len(keys)
-        # the new owner first, then the old one, then the rest (as redis-cli)
-        assert b.call_raw("CLUSTER", "SETSLOT", slot, "NODE", bid) == b"+OK\r\n"
-        assert a.call_raw("CLUSTER", "SETSLOT", slot, "NODE", bid) == b"+OK\r\n"
-        for p in ports:
-            if p not in (src, dst):
-                c = RawConn(p)
-                assert c.call_raw("CLUSTER", "SETSLOT", slot, "NODE", bid) == b"+OK\r\n"
-                c.close()
-    finally:
-        a.close()
-        b.close()
-    return moved
+def move_with_redis_cli(slot: int, ports: list[int]) -> str:
+    """redis-cli moves the source's lowest slots first: slots 0..slot go over."""
+    ids = []
+    for port in ports:
+        c = RawConn(port)
+        ids.append(c.call_raw("CLUSTER", "MYID")[5:45].decode())
+        c.close()
+    p = subprocess.run(
+        [
+            "redis-cli",
+            "--cluster",
+            "reshard",
+            f"127.0.0.1:{ports[0]}",
+            "--cluster-from",
+            ids[0],
+            "--cluster-to",
+            ids[1],
+            "--cluster-slots",
+            str(slot + 1),
+            "--cluster-yes",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+    return p.stdout
 
 
 def _count(port: int, slot: int) -> int:
@@ -85,12 +91,16 @@ def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
     return proc.stdout.readline()
 
 
-def test_slot_migration_under_a_running_bullmq_worker():
-    slot = key_slot(TAG.encode())
+@pytest.mark.parametrize("how", ["respqueue", "redis-cli"])
+def test_slot_migration_under_a_running_bullmq_worker(how):
+    if how == "redis-cli" and shutil.which("redis-cli") is None:
+        pytest.skip("no redis-cli")
+    tag = "move" if how == "respqueue" else "mv1196"  # slots 2546 and 8 (redis-cli moves the lowest first)
+    slot = key_slot(tag.encode())
     s = Shards(2)
     assert slot < 8192  # shard 0 holds it
     proc = subprocess.Popen(
-        ["node", "cluster_migration.js", "mig", "{%s}" % TAG, *map(str, s.ports)],
+        ["node", "cluster_migration.js", "mig", "{%s}" % tag, *map(str, s.ports)],
         cwd=INTEROP,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -101,8 +111,11 @@ def test_slot_migration_under_a_running_bullmq_worker():
         line = _readline(proc, 120)
         assert line.strip() == "ready", line + (proc.stderr.read() if proc.poll() is not None else "")
         assert _count(s.ports[0], slot) > 30
-        moved = move_slot(slot, s.ports[0], s.ports[1], s.ports)
-        assert moved > 30
+        keys_before = _count(s.ports[0], slot)
+        out = (move_with_respqueue if how == "respqueue" else move_with_redis_cli)(slot, s.ports)
+        if how == "respqueue":
+            assert f"moved slot {slot} (" in out and "[OK] 1 slot(s) moved" in out, out
+            assert int(out.split(f"moved slot {slot} (")[1].split(" ")[0]) >= keys_before
         time.sleep(2)  # the producer and worker go on, now on the other shard
         assert proc.stdin is not None
         proc.stdin.write("stop\n")
@@ -120,10 +133,43 @@ def test_slot_migration_under_a_running_bullmq_worker():
         # the queue lives on the second shard now, and nothing of it is left on the first
         assert _count(s.ports[0], slot) == 0 and _count(s.ports[1], slot) > len(added)
         c = RawConn(s.ports[0])
-        assert c.call_raw("GET", "{%s}:mig:id" % TAG) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, s.ports[1])
+        assert c.call_raw("GET", "{%s}:mig:id" % tag) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, s.ports[1])
         c.close()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        s.stop()
+
+
+def test_reshard_command_moves_slots_and_reports_errors():
+    s = Shards(2, "--durability", "memory")
+    try:
+        c = RawConn(s.ports[0])
+        for i in range(5):
+            assert c.call_raw("SET", "{mv681}k%d" % i, "v") == b"+OK\r\n"  # slot 1
+        c.close()
+        seed = f"127.0.0.1:{s.ports[0]}"
+        to = f"127.0.0.1:{s.ports[1]}"
+        p = _cli("reshard", seed, "--slots", "0-2", "--to", to)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert p.stdout.splitlines() == [
+            f"moved slot 0 (0 keys) from {seed} to {to}",
+            f"moved slot 1 (5 keys) from {seed} to {to}",
+            f"moved slot 2 (0 keys) from {seed} to {to}",
+            f"[OK] 3 slot(s) moved to {to}",
+        ]
+        assert _count(s.ports[1], 1) == 5 and _count(s.ports[0], 1) == 0
+        check = _cli("check", seed)
+        assert check.returncode == 0 and "slots:[3-8191] (8189 slots)" in check.stdout, check.stdout
+        # already there: nothing to do
+        p = _cli("reshard", seed, "--slots", "1", "--to", to)
+        assert p.returncode == 0 and p.stdout == f"[OK] 0 slot(s) moved to {to}\n"
+        p = _cli("reshard", seed, "--slots", "1-x", "--to", to)
+        assert p.returncode == 2 and "bad slot range '1-x'" in p.stderr
+        p = _cli("reshard", seed, "--slots", "16384", "--to", to)
+        assert p.returncode == 2 and "slots are 0-16383" in p.stderr
+        p = _cli("reshard", seed, "--slots", "5", "--to", "127.0.0.1:1")
+        assert p.returncode == 1 and "cannot ask node 127.0.0.1:1" in p.stdout
+    finally:
         s.stop()
