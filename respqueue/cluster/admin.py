@@ -198,8 +198,13 @@ def parse_slots(spec: str) -> list[int]:
 
 
 def move_slots(
-    seeds: list[str], slots: list[int], to: str, password: str | None = None, timeout_ms: int = 10000,
-    batch: int = 100, out: Any = None,
+    seeds: list[str],
+    slots: list[int],
+    to: str,
+    password: str | None = None,
+    timeout_ms: int = 10000,
+    batch: int = 100,
+    out: Any = None,
 ) -> int:
     """Move ``slots`` (with their keys) to the node at ``to``, live, as ``redis-cli --cluster reshard`` does:
     SETSLOT IMPORTING on the target, MIGRATING on the owner, GETKEYSINSLOT + MIGRATE until the slot is empty,
@@ -246,8 +251,9 @@ def move_slots(
                 found = conn(src).call("CLUSTER", "GETKEYSINSLOT", s, batch)
                 if not found:
                     break
-                conn(src).call("MIGRATE", th, tp, "", 0, timeout_ms, *(["AUTH", password] if password else []),
-                               "KEYS", *found)
+                conn(src).call(
+                    "MIGRATE", th, tp, "", 0, timeout_ms, *(["AUTH", password] if password else []), "KEYS", *found
+                )
                 keys += len(found)
             # the new owner first (it stops answering -ASK... as Redis: importing closed), then the old one
             conn(to).call("CLUSTER", "SETSLOT", s, "NODE", tid)
@@ -258,8 +264,7 @@ def move_slots(
             moved += 1
             print(f"moved slot {s} ({keys} keys) from {src} to {to}", file=out)
     except (OSError, RuntimeError) as e:
-        print(f"[ERR] {e}; check with `respqueue cluster check` (open slots are closed by moving them again)",
-              file=out)
+        print(f"[ERR] {e}; check with `respqueue cluster check` (open slots are closed by moving them again)", file=out)
         return 1
     finally:
         for c in conns.values():

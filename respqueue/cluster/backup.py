@@ -116,8 +116,13 @@ def get_file(src: str, name: str, local: str) -> bool:
     return True
 
 
-def backup_shards(dest: str, shards: list[tuple[int, str]], cluster_file: str | None, now: float | None = None,
-                  progress: ProgressFactory = silent) -> list[tuple[str, dict[str, Any]]]:
+def backup_shards(
+    dest: str,
+    shards: list[tuple[int, str]],
+    cluster_file: str | None,
+    now: float | None = None,
+    progress: ProgressFactory = silent,
+) -> list[tuple[str, dict[str, Any]]]:
     """Back up every ``(K, dir)`` into ``dest``/shard-K/ and the cluster file beside them; returns what was
     written (the cluster file last: a backup with its cluster file is complete)."""
     if not shards:
@@ -181,13 +186,16 @@ def live_nodes(seed: str, password: str | None = None) -> list[LiveNode]:
     out.sort(key=lambda n: (n.host, n.port))
     for n in out:
         if not n.dir or not os.path.isfile(os.path.join(n.dir, DB_FILE)):
-            raise BackupError(f"node {n.host}:{n.port} keeps its store in {n.dir!r}, which is not on this machine"
-                              " (or it runs with --durability memory): run the backup where its store is")
+            raise BackupError(
+                f"node {n.host}:{n.port} keeps its store in {n.dir!r}, which is not on this machine"
+                " (or it runs with --durability memory): run the backup where its store is"
+            )
     return out
 
 
-def backup_live(dest: str, seed: str, password: str | None = None,
-                progress: ProgressFactory = silent) -> list[tuple[str, dict[str, Any]]]:
+def backup_live(
+    dest: str, seed: str, password: str | None = None, progress: ProgressFactory = silent
+) -> list[tuple[str, dict[str, Any]]]:
     """Back up every node of the running cluster ``seed`` belongs to: node K (by address) into shard-K/, and
     a cluster file of the live slot table."""
     from .topology import write_file
@@ -209,10 +217,11 @@ def backup_shard_names(src: str) -> list[int]:
         prefix = loc.key.strip("/")
         prefix = prefix + "/" if prefix else ""
         try:
-            pages = _s3_client().get_paginator("list_objects_v2").paginate(
-                Bucket=loc.bucket, Prefix=prefix, Delimiter="/")
+            pages = (
+                _s3_client().get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=prefix, Delimiter="/")
+            )
             for page in pages:
-                names += [p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", ())]
+                names += [p["Prefix"][len(prefix) :].rstrip("/") for p in page.get("CommonPrefixes", ())]
         except Exception as e:
             raise BackupError(f"cannot list {src}: {e}") from None
     elif os.path.isdir(src):
@@ -228,8 +237,9 @@ def is_cluster_backup(src: str) -> bool:
         return False
 
 
-def restore_shards(src: str, directory: str, force: bool = False,
-                   progress: ProgressFactory = silent) -> tuple[list[tuple[int, Restored]], bool]:
+def restore_shards(
+    src: str, directory: str, force: bool = False, progress: ProgressFactory = silent
+) -> tuple[list[tuple[int, Restored]], bool]:
     """Restore every ``src``/shard-K (its newest backup) into ``directory``/shard-K, and ``src``/cluster.toml
     into ``directory``/cluster.toml (when the backup has one: the second value says whether). Refuses before
     changing anything while any shard's server runs."""
