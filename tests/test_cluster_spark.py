@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -133,3 +134,20 @@ def test_spark_enqueue_spreads_hash_tagged_queues_over_the_shards(shards, spark)
     # no hash tag: every key of the queue would be in another slot
     with pytest.raises(ValueError, match="hash tag"):
         enqueue(df, "untagged", connection=conn)
+
+
+@needs_spark
+def test_cli_enqueue_on_a_cluster(shards, tmp_path):
+    src = tmp_path / "rows.jsonl"
+    with open(src, "w") as fh:
+        for i in range(40):
+            fh.write(json.dumps({"i": i, "q": "{cli-a}" if i % 4 else "{cli-b}"}) + "\n")
+    port = str(shards.ports[1])
+    p = rq("enqueue", "{cli-a}", "--from", str(src), "--port", port, "--queue-col", "q", "--master", "local[1]", "-q")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "added 40 jobs to {cli-a} (30), {cli-b} (10)" in p.stdout
+    for q, n in (("{cli-a}", 30), ("{cli-b}", 10)):
+        owner = shards.ports[_shard_of(q[1:-1])]
+        assert _call(owner, "LLEN", f"bull:{q}:wait") == b":%d\r\n" % n
+    p = rq("enqueue", "nohashtag", "--from", str(src), "--port", port, "--cluster", "--master", "local[1]", "-q")
+    assert p.returncode == 2 and "has no {hash tag}" in p.stderr and "Traceback" not in p.stderr, p.stderr[-3000:]
