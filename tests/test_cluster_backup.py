@@ -130,3 +130,29 @@ def test_s3_backup_and_restore_of_a_sharded_dir(tmp_path, s3):  # noqa: F811
         _check(r.base, 100, "s3k")
     finally:
         r.stop()
+
+
+def test_backup_of_shards_run_from_a_hand_written_cluster_file(tmp_path):
+    """serve --shards 2 --cluster-config FILE writes no cluster.toml into --dir: the shards are still found."""
+    from .cluster_servers import free_port_range, write_cluster_file
+
+    base = free_port_range(2)
+    path = str(tmp_path / "hand.toml")
+    write_cluster_file(path, [base, base + 1], ["0-8191", "8192-16383"])
+    s = Shards(2, "--cluster-config", path, base=base)
+    try:
+        _fill(s.base, 40)
+        assert not os.path.exists(os.path.join(s.dir, "cluster.toml"))
+        dest = str(tmp_path / "bk")
+        p = rq("backup", dest, "--dir", s.dir, "-q")
+        assert p.returncode == 0, p.stderr
+        assert sorted(os.listdir(dest)) == ["shard-0", "shard-1"] and p.stdout.count("wrote ") == 2
+    finally:
+        s.stop()
+    p = rq("restore", dest, "--dir", str(tmp_path / "again" / "data"), "-q")
+    assert p.returncode == 0 and p.stdout.count("restored ") == 2, p.stderr
+    r = Shards(2, "--cluster-config", path, workdir=str(tmp_path / "again"), base=base)
+    try:
+        _check(r.base, 40)
+    finally:
+        r.stop()

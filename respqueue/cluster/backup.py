@@ -31,17 +31,21 @@ SHARD_RE = re.compile(r"^shard-(\d+)$")
 
 
 def shard_dirs(directory: str) -> list[tuple[int, str]]:
-    """``[(K, D/shard-K)]`` when ``directory`` is a sharded data directory (a cluster.toml and shard-K
-    folders, no store of its own), sorted by K; else ``[]``."""
-    if not os.path.isfile(os.path.join(directory, CLUSTER_FILE)):
-        return []
-    if os.path.exists(os.path.join(directory, DB_FILE)):
+    """``[(K, D/shard-K)]`` when ``directory`` is a sharded data directory (shard-K folders holding stores, no
+    store of its own; ``serve --shards`` also writes cluster.toml there unless ``--cluster-config`` names
+    another file), sorted by K; else ``[]``."""
+    if not os.path.isdir(directory) or os.path.exists(os.path.join(directory, DB_FILE)):
         return []
     out = []
     for name in os.listdir(directory):
         m = SHARD_RE.match(name)
-        if m and os.path.isdir(os.path.join(directory, name)):
-            out.append((int(m.group(1)), os.path.join(directory, name)))
+        d = os.path.join(directory, name)
+        if (
+            m
+            and os.path.isdir(d)
+            and (os.path.isfile(os.path.join(d, DB_FILE)) or os.path.isfile(os.path.join(directory, CLUSTER_FILE)))
+        ):
+            out.append((int(m.group(1)), d))
     return sorted(out)
 
 
@@ -140,8 +144,9 @@ def backup_dir(dest: str, directory: str, progress: ProgressFactory = silent) ->
     """Back up the sharded data directory ``directory`` (see ``shard_dirs``)."""
     shards = shard_dirs(directory)
     if not shards:
-        raise BackupError(f"{directory} is not a sharded data directory (no {CLUSTER_FILE} and shard-K folders)")
-    return backup_shards(dest, shards, os.path.join(directory, CLUSTER_FILE), progress=progress)
+        raise BackupError(f"{directory} is not a sharded data directory (no shard-K folders with stores)")
+    cf = os.path.join(directory, CLUSTER_FILE)
+    return backup_shards(dest, shards, cf if os.path.isfile(cf) else None, progress=progress)
 
 
 @dataclass
