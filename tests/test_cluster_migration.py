@@ -1,7 +1,8 @@
 """A slot migration under a running BullMQ worker loses no job and runs none twice (issue 14's Done-when).
 
 ``serve --shards 2``; a BullMQ producer and worker on an ioredis Cluster (interop/cluster_migration.js) keep
-adding and processing jobs of a hash-tagged queue while the queue's slot moves to the other shard, with
+adding and processing jobs of a hash-tagged queue while the queue's slot moves to the other shard (and, with
+respqueue's command, back again), with
 ``respqueue cluster reshard`` (respqueue/cluster/admin.py) or ``redis-cli --cluster reshard``: SETSLOT
 IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE until the slot is empty, SETSLOT NODE on every node. Every added
 job must complete exactly once."""
@@ -116,7 +117,15 @@ def test_slot_migration_under_a_running_bullmq_worker(how):
         if how == "respqueue":
             assert f"moved slot {slot} (" in out and "[OK] 1 slot(s) moved" in out, out
             assert int(out.split(f"moved slot {slot} (")[1].split(" ")[0]) >= keys_before
-        time.sleep(2)  # the producer and worker go on, now on the other shard
+        time.sleep(1.5)  # the producer and worker go on, now on the other shard
+        final, other = s.ports[1], s.ports[0]
+        if how == "respqueue":  # and back again, the slot now holding every job so far
+            keys_there = _count(s.ports[1], slot)
+            p = _cli("reshard", f"127.0.0.1:{s.ports[1]}", "--slots", str(slot), "--to", f"127.0.0.1:{s.ports[0]}")
+            assert p.returncode == 0, p.stdout + p.stderr
+            assert int(p.stdout.split(f"moved slot {slot} (")[1].split(" ")[0]) >= keys_there
+            final, other = s.ports[0], s.ports[1]
+            time.sleep(1.5)
         assert proc.stdin is not None
         proc.stdin.write("stop\n")
         proc.stdin.flush()
@@ -130,10 +139,10 @@ def test_slot_migration_under_a_running_bullmq_worker(how):
         assert set(ran) == set(added), f"never run: {sorted(set(added) - set(ran))[:20]}"
         assert res["completed"] == len(added)
         assert res["counts"] == {"wait": 0, "active": 0, "completed": len(added), "failed": 0, "delayed": 0}
-        # the queue lives on the second shard now, and nothing of it is left on the first
-        assert _count(s.ports[0], slot) == 0 and _count(s.ports[1], slot) > len(added)
-        c = RawConn(s.ports[0])
-        assert c.call_raw("GET", "{%s}:mig:id" % tag) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, s.ports[1])
+        # the queue lives on its last shard, and nothing of it is left on the other
+        assert _count(other, slot) == 0 and _count(final, slot) > len(added)
+        c = RawConn(other)
+        assert c.call_raw("GET", "{%s}:mig:id" % tag) == b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, final)
         c.close()
     finally:
         if proc.poll() is None:
