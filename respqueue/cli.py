@@ -40,10 +40,16 @@ def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
         x.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
         x.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
         x.add_argument("--password", help="AUTH password")
+    m = cs.add_parser("reshard", help="move slots (and their keys) to a node, live, as redis-cli --cluster reshard")
+    m.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+    m.add_argument("--slots", required=True, help="slots to move: 5, 0-99 or 1,5,10-20")
+    m.add_argument("--to", required=True, metavar="HOST:PORT", help="the node that gets them")
+    m.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+    m.add_argument("--password", help="AUTH password")
 
 
 def run_cluster_command(ns: argparse.Namespace) -> int:
-    from .cluster.admin import report, seeds_from_file
+    from .cluster.admin import move_slots, parse_slots, report, seeds_from_file
 
     seeds = list(ns.addrs)
     if ns.cluster_config:
@@ -55,6 +61,13 @@ def run_cluster_command(ns: argparse.Namespace) -> int:
     if not seeds:
         print("respqueue: name a node (HOST:PORT) or --cluster-config FILE", file=sys.stderr)
         return 2
+    if ns.cluster_cmd == "reshard":
+        try:
+            slots = parse_slots(ns.slots)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+        return move_slots(seeds, slots, ns.to, ns.password)
     return report(seeds, ns.password, ns.cluster_cmd == "check")
 
 
@@ -62,7 +75,11 @@ def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     """``respqueue backup DEST`` and ``respqueue restore SRC`` (docs/BACKUPS.md)."""
     b = sub.add_parser("backup", help="copy the store (online, consistent) to a file, a directory or s3://bucket/prefix")
     b.add_argument("dest", metavar="DEST", help="a file, a directory, or s3://bucket/prefix")
-    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR); a sharded one"
+                   " (serve --shards: cluster.toml and shard-K/) is backed up shard by shard into DEST/shard-K/")
+    b.add_argument("--cluster", metavar="HOST:PORT", help="back up every node of this running cluster (their"
+                   " stores must be on this machine) into DEST/shard-K/, with the cluster file")
+    b.add_argument("--password", help="AUTH password of the --cluster nodes")
     add_quiet_flag(b)
     r = sub.add_parser("restore", help="verify a backup and put it in place of the store (the server must be stopped)")
     r.add_argument("src", metavar="SRC", help="a backup file, a directory of backups, s3://bucket/key or"
@@ -261,10 +278,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     if ns.cmd in ("backup", "restore"):
         from . import backup
+        from .cluster import backup as cluster_backup
 
         d = Config.load({"dir": ns.dir}).dir
         if ns.cmd == "backup":
+            if ns.cluster or cluster_backup.shard_dirs(d):
+                return cluster_backup.cli_backup(ns.dest, d, ns.cluster, ns.password, ns.quiet)
             return backup.cli_backup(ns.dest, d, ns.quiet)
+        if cluster_backup.is_cluster_backup(ns.src):
+            return cluster_backup.cli_restore(ns.src, d, ns.force, ns.quiet)
         return backup.cli_restore(ns.src, d, ns.force, ns.quiet)
     if ns.cmd in ("history", "analytics", "enqueue"):
         return run_history_command(ns)
@@ -306,6 +328,10 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     q.add_argument("--batch", type=int, default=1000, help="jobs per addBulk call, default 1000")
     q.add_argument("--partitions", type=int, help="repartition the input into this many partitions")
     q.add_argument("--master", default="local[*]", help="Spark master, default local[*]")
+    q.add_argument("--queue-col", dest="queue_col", help="take each job's queue from this column (default: QUEUE)")
+    q.add_argument("--cluster", action="store_true", default=None,
+                   help="--host/--port is a node of a Redis Cluster (default: ask it, INFO cluster); every queue"
+                   " needs a {hash tag} in its name or --prefix")
     add_quiet_flag(q)
 
 
@@ -316,6 +342,18 @@ def run_history_command(ns: argparse.Namespace) -> int:
         from .progress import for_cli
 
         d = ns.dir if ns.dir and ns.dir.endswith(".db") else Config.load({"dir": ns.dir}).dir
+        from .history_export import export_shards, shard_stores
+
+        if shard_stores(d):  # serve --shards: every shard into the one dataset
+            try:
+                done = export_shards(d, ns.dest, parse_time(ns.since), parse_time(ns.until), incremental=not ns.full,
+                                     settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
+            except ExportError as err:
+                print(f"respqueue: {err}", file=sys.stderr)
+                return 1
+            for k, r in done:
+                print(f"shard-{k}: {r.summary()}")
+            return 0
         try:
             res = export_history(d, ns.dest, parse_time(ns.since), parse_time(ns.until),
                                  incremental=not ns.full, settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
@@ -348,7 +386,10 @@ def run_history_command(ns: argparse.Namespace) -> int:
         res = enqueue(df, ns.queue, name=ns.name, data_cols=ns.data_cols.split(",") if ns.data_cols else None,
                       opts=json.loads(ns.opts) if ns.opts else None, connection=conn, prefix=ns.prefix,
                       batch_size=ns.batch, name_col=ns.name_col, job_id_col=ns.job_id_col,
-                      progress=None if ns.quiet else for_cli())
+                      progress=None if ns.quiet else for_cli(), cluster=ns.cluster, queue_col=ns.queue_col)
+    except ValueError as e:  # bad arguments (no such column, a queue without a hash tag on a cluster): one line
+        print(f"respqueue enqueue: {e}", file=sys.stderr)
+        return 2
     finally:
         if active is None:
             spark.stop()

@@ -483,3 +483,33 @@ def test_shards_from_a_cluster_file(tmp_path):
         assert not os.path.exists(os.path.join(s.dir, "cluster.toml"))
     finally:
         s.stop()
+
+
+@needs_node
+@needs_redis
+def test_two_shards_redis_py_and_bullmq(real):
+    """``serve --shards 2`` (the issue's case): redis-py RedisCluster spreads keys over both shards, and BullMQ
+    on an ioredis Cluster behaves as on a real Redis Cluster."""
+    s = Shards(2)
+    try:
+        info = cluster_info(s.ports[1])
+        assert info["cluster_state"] == "ok" and info["cluster_known_nodes"] == "2" and info["cluster_size"] == "2"
+        rc = PyCluster(host="127.0.0.1", port=s.base, socket_timeout=20)
+        try:
+            for i in range(100):
+                rc.set(f"two:{i}", i)
+            assert [rc.get(f"two:{i}") for i in range(100)] == [str(i).encode() for i in range(100)]
+        finally:
+            rc.close()
+        sizes = []
+        for p in s.ports:
+            c = RawConn(p)
+            sizes.append(int(c.call_raw("DBSIZE")[1:-2]))
+            c.close()
+        assert sum(sizes) == 100 and min(sizes) > 20
+        ours = run_node("bullmq", s.ports)
+        assert ours == run_node("bullmq", real.ports)
+        for q in ("alpha", "delta", "q2"):
+            assert len(ours[q]) == 12 and [100, 1000, 3] in ours[q]
+    finally:
+        s.stop()

@@ -1,8 +1,14 @@
-"""Cluster benchmark (not a test): 8 hash-tagged BullMQ queues with producers and workers against
-respqueue with 1, 2 and 4 shards, a single Redis, and a real Redis Cluster with 2 and 4 masters, in one run.
+"""Cluster benchmark (not a test): hash-tagged BullMQ queues with producers and workers against
+respqueue with 1, 2, 4 and one-per-core shards, a single Redis, and a real Redis Cluster with as many masters,
+in one run.
 
-    python -m interop.bench.cluster [--jobs 500] [--queues 8] [--shards 1,2,4] [--procs 2]
+    python -m interop.bench.cluster [--jobs 500] [--queues N] [--shards 1,2,4,auto] [--procs N]
                                     [--concurrency 20] [--inflight 20] [--durability durable|buffered|memory]
+
+``auto`` is one shard per core (``serve --shards auto``); counts repeated by auto are run once. The queues
+(default max(8, 2 x the most shards)) and the driver processes (default max(2, cores / 4)) follow the machine.
+At the end it prints the target check: N shards against 0.8 x N x one shard's aggregate, and the real Redis
+Cluster with the same number of masters.
 
 Per server: aggregate jobs/s (all jobs / from the first driver's start to the last one's end), server CPU
 seconds per 1,000 jobs (user+system of the whole process tree: supervisor, shards and their writer
@@ -34,20 +40,75 @@ DRIVER = os.path.join(HERE, "cluster_bench.js")
 
 
 def balanced_tags(n: int, splits: tuple[int, ...] = (2, 4)) -> list[str]:
-    """``n`` hash tags that spread evenly over the masters of each cluster size in ``splits``."""
-    biggest = max(splits)
-    ranges = split_even(biggest)
-    want = n // biggest
-    per: dict[int, list[str]] = {k: [] for k in range(biggest)}
+    """``n`` hash tags that spread as evenly as they can over the masters of each cluster size in ``splits``
+    (each master of an N-master cluster gets at most ceil(n / N) queues, for every N at once where possible)."""
+    sizes = sorted({k for k in splits if k > 1}) or [1]
+    tables = {k: split_even(k) for k in sizes}
+    cap = {k: -(-n // k) for k in sizes}
+    count = {k: [0] * k for k in sizes}
+    out: list[str] = []
+
+    def owner(k: int, slot: int) -> int:
+        return next(j for j, (a, b) in enumerate(tables[k]) if a <= slot <= b)
+
     i = 0
-    while any(len(v) < want for v in per.values()):
+    while len(out) < n and i < 200_000:
         tag = f"bq{i}"
-        s = key_slot(tag.encode())
-        k = next(j for j, (a, b) in enumerate(ranges) if a <= s <= b)
-        if len(per[k]) < want:
-            per[k].append(tag)
         i += 1
-    return [t for k in range(biggest) for t in per[k]][:n] + [f"bqx{j}" for j in range(n - want * biggest)]
+        s = key_slot(tag.encode())
+        where = {k: owner(k, s) for k in sizes}
+        if all(count[k][where[k]] < cap[k] for k in sizes):
+            out.append(tag)
+            for k in sizes:
+                count[k][where[k]] += 1
+    # sizes that cannot all be even at once: fill up, even for the biggest cluster only
+    big = sizes[-1]
+    while len(out) < n:
+        tag = f"bq{i}"
+        i += 1
+        j = owner(big, key_slot(tag.encode()))
+        if count[big][j] < cap[big] or i > 400_000:
+            out.append(tag)
+            count[big][j] += 1
+    return out
+
+
+def shard_counts(spec: str) -> list[int]:
+    """``--shards``: comma-separated counts, ``auto`` being one per core (as ``serve --shards auto``); 1 (the
+    plain server, the baseline of the target check) is always measured."""
+    cores = os.cpu_count() or 1
+    out: list[int] = []
+    for x in spec.split(","):
+        x = x.strip().lower()
+        n = cores if x == "auto" else int(x)
+        if n < 1:
+            raise SystemExit(f"--shards: {x} is not a shard count")
+        if n not in out:
+            out.append(n)
+    if 1 not in out:
+        out.insert(0, 1)
+    return out
+
+
+def target_check(rows: list[dict], counts: list[int]) -> list[str]:
+    """The issue's target: N shards give at least 0.8 x N x one shard's aggregate jobs/s; beside it, the real
+    Redis Cluster with the same number of masters."""
+    by = {r["server"]: r["jobs_per_s"] for r in rows}
+    one = by.get("respqueue 1 shard", 0.0)
+    lines = []
+    for n in counts:
+        if n < 2:
+            continue
+        got = by.get(f"respqueue {n} shards", 0.0)
+        want = 0.8 * n * one
+        verdict = "met" if got >= want else "NOT met"
+        rc = by.get(f"redis cluster {n}")
+        vs = f"; redis cluster {n} masters {rc:.0f} jobs/s (respqueue {got / rc:.2f}x)" if rc else ""
+        lines.append(
+            f"target {n} shards: {got:.0f} jobs/s vs 0.8 x {n} x {one:.0f} = {want:.0f}: {verdict}"
+            f" ({got / one if one else 0:.2f}x one shard){vs}"
+        )
+    return lines
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -262,27 +323,35 @@ def run_group(g: Group, tags: list[str], args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=500, help="jobs per queue, default 500")
-    ap.add_argument("--queues", type=int, default=8)
-    ap.add_argument("--shards", default="1,2,4", help="respqueue shard counts, default 1,2,4")
-    ap.add_argument("--procs", type=int, default=2, help="Node driver processes, default 2")
+    ap.add_argument("--queues", type=int, help="hash-tagged queues, default max(8, 2 x the biggest shard count)")
+    ap.add_argument(
+        "--shards", default="1,2,4,auto", help="respqueue shard counts, auto: one per core; default 1,2,4,auto"
+    )
+    ap.add_argument("--procs", type=int, help="Node driver processes, default max(2, cores / 4), at most one per queue")
     ap.add_argument("--concurrency", type=int, default=20, help="each Worker's concurrency, default 20")
     ap.add_argument("--inflight", type=int, default=20, help="each producer's add() calls in flight, default 20")
     ap.add_argument("--durability", default="durable", choices=("durable", "buffered", "memory"))
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    shard_counts = [int(x) for x in args.shards.split(",")]
-    tags = balanced_tags(args.queues)
+    counts = shard_counts(args.shards)
+    if args.queues is None:
+        args.queues = max(8, 2 * max(counts))
+    if args.procs is None:
+        args.procs = max(2, (os.cpu_count() or 2) // 4)
+    args.procs = max(1, min(args.procs, args.queues))
+    tags = balanced_tags(args.queues, tuple(counts))
     print(
         f"# cluster benchmark: {machine()}; {args.queues} queues x {args.jobs} jobs, {args.procs} driver processes,"
-        f" concurrency {args.concurrency}, inflight {args.inflight}, respqueue --durability {args.durability}"
+        f" concurrency {args.concurrency}, inflight {args.inflight}, respqueue --durability {args.durability};"
+        f" shards {','.join(map(str, counts))} ({os.cpu_count()} cores)"
     )
     makers: list = []
-    for n in shard_counts:
+    for n in counts:
         makers.append(
             (lambda n=n: rq_single(args.durability)) if n == 1 else (lambda n=n: rq_shards(n, args.durability))
         )
     makers.append(redis_single)
-    for n in shard_counts:
+    for n in counts:
         if n > 1:
             makers.append(lambda n=n: redis_cluster(n))
     rows = []
@@ -298,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  pickup p50 {r['p50_pickup_ms']:>5} ms  p99 {r['p99_pickup_ms']:>5} ms",
             flush=True,
         )
+    for line in target_check(rows, counts):
+        print(line)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

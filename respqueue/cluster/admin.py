@@ -180,3 +180,102 @@ def seeds_from_file(path: str) -> list[str]:
     from .topology import load_file
 
     return [f"{n.host}:{n.port}" for n, _ in load_file(path)]
+
+
+def parse_slots(spec: str) -> list[int]:
+    """``"5"``, ``"0-99"`` or ``"1,5,10-20"`` as a sorted list of slots (ValueError when out of range)."""
+    out: set[int] = set()
+    for part in spec.split(","):
+        a, _, b = part.strip().partition("-")
+        try:
+            lo, hi = int(a), int(b or a)
+        except ValueError:
+            raise ValueError(f"bad slot range {part.strip()!r} (use 5, 0-99 or 1,5,10-20)") from None
+        if not 0 <= lo <= hi < SLOTS:
+            raise ValueError(f"bad slot range {part.strip()!r} (slots are 0-{SLOTS - 1})")
+        out.update(range(lo, hi + 1))
+    return sorted(out)
+
+
+def move_slots(
+    seeds: list[str],
+    slots: list[int],
+    to: str,
+    password: str | None = None,
+    timeout_ms: int = 10000,
+    batch: int = 100,
+    out: Any = None,
+) -> int:
+    """Move ``slots`` (with their keys) to the node at ``to``, live, as ``redis-cli --cluster reshard`` does:
+    SETSLOT IMPORTING on the target, MIGRATING on the owner, GETKEYSINSLOT + MIGRATE until the slot is empty,
+    then SETSLOT NODE on the target, the owner and every other node. Clients get -ASK/-TRYAGAIN meanwhile and
+    -MOVED afterwards. Returns the exit code."""
+    out = out or sys.stdout
+    views, errors = gather(seeds + [to], password)
+    for e in errors:
+        print(f"[ERR] {e}", file=out)
+    if errors or not views:
+        return 1
+    ids = {v.addr: v.myid for v in views.values()}
+    addr_of = {v.myid: v.addr for v in views.values()}
+    if to not in ids:
+        print(f"[ERR] {to} is not a node of this cluster", file=out)
+        return 1
+    tid = ids[to]
+    th, tp = _split_addr(to)
+    conns: dict[str, NodeConn] = {}
+
+    def conn(addr: str) -> NodeConn:
+        if addr not in conns:
+            conns[addr] = NodeConn(*_split_addr(addr), password=password, timeout=timeout_ms / 1000 + 5)
+        return conns[addr]
+
+    owner_of = {s: nid for nid, (_, rs) in views[to].table.items() for s in _slot_set(rs)}
+    moved = 0
+    try:
+        for s in slots:
+            owner = owner_of.get(s)
+            if owner is None:
+                print(f"[ERR] slot {s} is not served by any node", file=out)
+                return 1
+            if owner == tid:
+                continue
+            src = addr_of.get(owner)
+            if src is None:
+                print(f"[ERR] slot {s}'s owner {owner} did not answer", file=out)
+                return 1
+            conn(to).call("CLUSTER", "SETSLOT", s, "IMPORTING", owner)
+            conn(src).call("CLUSTER", "SETSLOT", s, "MIGRATING", tid)
+            keys = 0
+            while True:
+                found = conn(src).call("CLUSTER", "GETKEYSINSLOT", s, batch)
+                if not found:
+                    break
+                conn(src).call(
+                    "MIGRATE", th, tp, "", 0, timeout_ms, *(["AUTH", password] if password else []), "KEYS", *found
+                )
+                keys += len(found)
+            # the new owner first (it stops answering -ASK... as Redis: importing closed), then the old one
+            conn(to).call("CLUSTER", "SETSLOT", s, "NODE", tid)
+            conn(src).call("CLUSTER", "SETSLOT", s, "NODE", tid)
+            for a in views:
+                if a not in (to, src):
+                    conn(a).call("CLUSTER", "SETSLOT", s, "NODE", tid)
+            moved += 1
+            print(f"moved slot {s} ({keys} keys) from {src} to {to}", file=out)
+    except (OSError, RuntimeError) as e:
+        print(f"[ERR] {e}; check with `respqueue cluster check` (open slots are closed by moving them again)", file=out)
+        return 1
+    finally:
+        for c in conns.values():
+            c.close()
+    print(f"[OK] {moved} slot(s) moved to {to}", file=out)
+    return 0
+
+
+def _slot_set(ranges: tuple[str, ...]) -> set[int]:
+    out: set[int] = set()
+    for r in ranges:
+        a, _, b = r.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out

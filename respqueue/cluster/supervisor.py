@@ -127,6 +127,11 @@ class Supervisor:
         env["RESPQUEUE_CLUSTER_CONFIG"] = cluster_file
         env["RESPQUEUE_CLUSTER_ENABLED"] = "yes"
         env["RESPQUEUE_SHARDS"] = "1"
+        if self.cfg.backup_to:
+            # each shard backs up into its own sub-prefix, beside the cluster file (cluster/backup.py's layout)
+            from .backup import join
+
+            env["RESPQUEUE_BACKUP_TO"] = join(self.cfg.backup_to, f"shard-{k}")
         return env
 
     def spawn(self, k: int) -> None:
