@@ -8,15 +8,25 @@ everything that could make a later call fail or make the script take another
 branch (key types, counters, options it does not implement); on anything
 unusual it raises :class:`Bail` and the Lua script runs instead.
 
+Which releases' digests each serves is decided from the argument layout recorded in
+compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
+
 Implemented:
 
-* addStandardJob (node 6.7.0 and py 3.4.4 bodies): plain jobs, custom ids that
+* addStandardJob (npm 5.0-6.x, PyPI 2.x-3.x: 5.x's 7/8/9-key layouts, paused list
+  and meta reads, 5.0.0's marker-before-push, as variants): plain jobs, custom ids that
   do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
   deduplication, duplicated ids.
-* moveToActive: wait -> active and prioritized -> active, paused/maxed queues,
+* addPrioritizedJob (npm 5.9+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
+  going to the prioritized zset (INCR pc, ZADD with priority * 2^32 + counter); integral
+  priorities up to 2^21 and a counter below 2^32-1 (Lua otherwise).
+* addDelayedJob (npm 5.34+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
+  going to the delayed zset (getDelayedScore's same-millisecond slot, the delayed event,
+  the marker at the next delayed timestamp); integral timestamps and delays (Lua otherwise).
+* moveToActive (npm 5.28+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
   the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
   legacy ``0:`` markers in wait.
-* moveToFinished: completed/failed, keepJobs count -1/0/absent, with or without
+* moveToFinished (npm 5.52+, 6.x; PyPI 2.15+, 3.x): completed/failed, keepJobs count -1/0/absent, with or without
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
@@ -26,7 +36,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 from hiredis import pack_command
@@ -52,6 +62,7 @@ HMGET = cmd("hmget")
 HGETALL = cmd("hgetall")
 HINCRBY = cmd("hincrby")
 EXISTS = cmd("exists")
+HEXISTS = cmd("hexists")
 XADD = cmd("xadd")
 LLEN = cmd("llen")
 LPUSH = cmd("lpush")
@@ -61,6 +72,7 @@ ZADD = cmd("zadd")
 ZPOPMIN = cmd("zpopmin")
 ZRANGE = cmd("zrange")
 ZRANGEBYSCORE = cmd("zrangebyscore")
+ZREVRANGEBYSCORE = cmd("zrevrangebyscore")
 SET = cmd("set")
 DEL = cmd("del")
 
@@ -173,10 +185,165 @@ def _check_meta(db: Any, key: bytes) -> Any:
 
 
 # ---- addStandardJob -----------------------------------------------------------------
-@native("addStandardJob")
-def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
-    """KEYS: wait paused meta id completed delayed active events marker; ARGV: args, data, opts."""
-    if len(argv) < 3 or len(set(keys)) != 9:
+_ADD_ARGV = ["msgpacked arguments array", "json stringified job data", "msgpacked options"]
+_ADD_KEY_ROLES = {"wait": "wait", "paused": "paused", "meta": "meta", "id": "id", "completed": "completed",
+                  "delayed": "delayed", "active": "active", "events stream key": "events", "marker key": "marker"}
+_ADD_OPTS = frozenset({"de", "delay", "lifo", "maxLenEvents", "priority"})
+_ADD_EVENTS = ("event|added|jobId|?|name|?", "event|waiting|jobId|?")
+
+
+def _writes_events(lay: dict[str, Any], shapes: tuple[str, ...]) -> bool:
+    """The release's script writes (somewhere) every event the native path writes, field for field."""
+    return set(shapes) <= set(lay.get("events", ()))
+
+
+class AddVariant(NamedTuple):
+    """How one release's addStandardJob differs from 6.x's (its key positions and semantics)."""
+
+    wait: int
+    paused: int
+    meta: int
+    id: int
+    active: int | None  # None: the release ignores the concurrency limit (5.0-5.8: HEXISTS meta paused)
+    events: int
+    marker: int
+    numkeys: int
+    rjk: int  # index of the repeat job key in the args array; the parent fields sit between 4 and it
+    paused_list: bool  # 5.x: a paused queue's jobs go to the paused list (6.x: to wait)
+    marker_first: bool  # 5.0.0: ZADD marker before the push
+    meta_fields: tuple[bytes, ...] = (b"paused", b"concurrency")  # the HMGET of meta (5.60+: 4 fields)
+    prio: int | None = None  # addPrioritizedJob: the prioritized zset's and the priority counter's positions
+    pc: int | None = None
+    delayed: int | None = None  # addDelayedJob: the delayed zset's position
+
+
+ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
+#: addPrioritizedJob (6.x): KEYS marker meta id prioritized delayed completed active events pc
+PRIO_V6 = AddVariant(-1, -1, 1, 2, 6, 7, 0, 9, 7, False, False, prio=3, pc=8)
+_META4 = (b"paused", b"concurrency", b"max", b"duration")
+_PRIO_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "prioritized": "prioritized", "delayed": "delayed",
+                   "completed": "completed", "active": "active", "events stream key": "events",
+                   "pc priority counter": "pc"}
+#: addDelayedJob (6.x): KEYS marker meta id delayed completed events
+DELAYED_V6 = AddVariant(-1, -1, 1, 2, None, 5, 0, 6, 7, False, False, delayed=3)
+_DELAYED_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "delayed": "delayed", "completed": "completed",
+                      "events stream key": "events"}
+_MAX_DELAYED_TS = 2**53 // 0x1000 - 1  # (ts + 1) * 4096 - 1 stays an exact integer
+_MAX_PRIORITY = 2**21  # BullMQ's limit; priority * 2**32 + counter stays an exact integer below 2**53
+
+
+def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addStandardJob's native path for a release whose documented keys/args and msgpack fields it knows."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _ADD_KEY_ROLES for n in names):
+        return None
+    pos = {_ADD_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"wait", "paused", "meta", "id", "events", "marker"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
+            or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _writes_events(lay, _ADD_EVENTS):
+        return None
+    paused_list = "main>getTargetQueueList" in calls
+    if not paused_list and "main>isQueuePausedOrMaxed" not in calls:
+        return None
+    # 5.60+'s getTargetQueueList reads meta's rate-limit fields too (the only 4-field HMGET of meta there)
+    meta4 = paused_list and "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ())
+    v = AddVariant(pos["wait"], pos["paused"], pos["meta"], pos["id"], pos.get("active"), pos["events"],
+                   pos["marker"], numkeys, rjk[0], paused_list, "main>addJobInTargetList" not in calls,
+                   _META4 if meta4 else ADD_V6.meta_fields)
+    return True if v == ADD_V6 else v
+
+
+def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addPrioritizedJob's native path (the addStandardJob implementation with a prioritized variant): the
+    releases whose keys name the roles it uses and whose main code checks isQueuePausedOrMaxed (5.9+)."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _PRIO_KEY_ROLES for n in names):
+        return None
+    pos = {_PRIO_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"marker", "meta", "id", "prioritized", "active", "events", "pc"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
+            or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _writes_events(lay, _ADD_EVENTS) or not {"main>isQueuePausedOrMaxed", "main>addJobWithPriority"} <= calls:
+        return None
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], pos["active"], pos["events"], pos["marker"], numkeys, rjk[0],
+                   False, False, prio=pos["prioritized"], pc=pos["pc"])
+    return True if v == PRIO_V6 else v
+
+
+def _accept_delayed(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addDelayedJob's native path (addStandardJob's implementation with a delayed variant): the releases whose
+    keys name the roles it uses and whose main code adds the job with addDelayedJob(getDelayedScore, ZADD,
+    XADD delayed, addDelayMarkerIfNeeded)."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _DELAYED_KEY_ROLES for n in names):
+        return None
+    pos = {_DELAYED_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"marker", "meta", "id", "delayed", "events"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id use custom instead of one generated automatically", "3 name",
+                      "4 timestamp"] or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    need = {"main>addDelayedJob", "addDelayedJob>getDelayedScore", "addDelayedJob>addDelayMarkerIfNeeded"}
+    if not need <= calls or not _writes_events(lay, ("event|added|jobId|?|name|?", "event|delayed|jobId|?|delay|?")):
+        return None
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], None, pos["events"], pos["marker"], numkeys, rjk[0], False,
+                   False, delayed=pos["delayed"])
+    return True if v == DELAYED_V6 else v
+
+
+def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
+    """getDelayedScore, read before any write: (the job's score, its delayed timestamp); Bail unless exact."""
+    ts = int(ts) if type(ts) is float and ts.is_integer() else ts
+    delay = int(delay) if type(delay) is float and delay.is_integer() else delay
+    if type(ts) is bytes:
+        ts = str2int(ts) if _INT_RE.match(ts) else None
+    if type(ts) is not int or type(delay) is not int or delay < 0:
+        raise Bail("delayed timestamp")
+    when = ts + delay if delay > 0 else ts
+    if not 0 <= when <= _MAX_DELAYED_TS:
+        raise Bail("delayed timestamp")
+    lo, hi = when * 0x1000, (when + 1) * 0x1000 - 1
+    z = _check(db, delayed_key, ZSet)
+    if z is not None and len(z):
+        first = next(z.items())[0]
+        if not (first.is_integer() and 0 <= first < _EXACT):
+            raise Bail("delayed score")  # the marker's next timestamp is computed from it
+        a, b = z.score_span(float(lo), False, float(hi), False)
+        if b > a:
+            cur = z.entries(b - 1, b)[0][0]
+            if not cur.is_integer():
+                raise Bail("delayed score")
+            return (hi if cur >= hi else int(cur) + 1), when
+    return lo, when
+
+
+@native("addStandardJob", _accept_add)
+def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = ADD_V6) -> Any:
+    """KEYS (6.x): wait paused meta id completed delayed active events marker; ARGV: args, data, opts.
+
+    Other releases' key positions and paused/concurrency semantics come in ``variant``."""
+    v = variant
+    if len(argv) < 3 or len(set(keys)) != v.numkeys:
         raise Bail("args")
     a = _unpack(argv[0])
     if type(a) is not list:
@@ -184,14 +351,19 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     if len(a) < 10:
         a = a + [None] * (10 - len(a))
     prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
-    if a[4] is not None or a[5] is not None:
-        raise Bail("parent")  # parentKey / parent dependencies key
+    if v is ADD_V6:
+        if a[4] is not None or a[5] is not None:
+            raise Bail("parent")  # parentKey / parent dependencies key
+    elif any(x is not None for x in a[4 : v.rjk]):
+        raise Bail("parent")
     if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
         raise Bail("args types")
     ts = timestamp if type(timestamp) is bytes else _num(timestamp)
-    rjk = a[7]
+    rjk = a[v.rjk]
     if _truthy(rjk):
         rjk = _arg(rjk)
+    elif rjk is False and v is not ADD_V6:
+        raise Bail("repeat job key false")  # older storeJob tests "~= nil"
     else:
         rjk = None
     opts, opts_json = _opts_with_json(ctx, argv[2])
@@ -199,11 +371,18 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         raise Bail("deduplication")
     delay = opts.get(b"delay")
     delay = b"0" if not _truthy(delay) else _arg(delay)
-    priority = opts.get(b"priority")
-    priority = b"0" if not _truthy(priority) else _arg(priority)
+    prio = opts.get(b"priority")
+    priority = b"0" if not _truthy(prio) else _arg(prio)
     push = RPUSH if _truthy(opts.get(b"lifo")) else LPUSH
+    if v.prio is not None:
+        if type(prio) is float and prio.is_integer():
+            prio = int(prio)
+        if type(prio) is not int or not 0 < prio <= _MAX_PRIORITY:
+            raise Bail("priority")
+    wait_key = keys[v.wait] if v.wait >= 0 else b""
 
-    wait_key, meta_key, id_key, active_key, events_key, marker_key = keys[0], keys[2], keys[3], keys[6], keys[7], keys[8]
+    meta_key, id_key, events_key, marker_key = keys[v.meta], keys[v.id], keys[v.events], keys[v.marker]
+    active_key = None if v.active is None else keys[v.active]
     db = ctx.db
     # ---- checks: nothing below may fail or branch differently once writing starts
     cur = _check(db, id_key, bytes)
@@ -231,9 +410,23 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         if type(job) is not Hash:
             raise Bail("job key type")
     _check_stream(db, events_key)
-    _check(db, wait_key, List)
-    _check(db, active_key, List)
+    if v.delayed is not None:
+        dscore, dwhen = _delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0)
+        _check(db, marker_key, ZSet)
+    elif v.prio is not None:
+        _check(db, keys[v.prio], ZSet)
+        pc = _check(db, keys[v.pc], bytes)
+        if pc is not None:
+            n = str2int(pc)
+            if n is None or not 0 <= n < 0xFFFFFFFF:
+                raise Bail("priority counter")  # (5.x up to 5.40 take it modulo 2**48, later modulo 2**32)
+    else:
+        _check(db, wait_key, List)
+    if active_key is not None:
+        _check(db, active_key, List)
     _check(db, marker_key, ZSet)
+    if v.paused_list:
+        _check(db, keys[v.paused], List)
 
     # ---- the script's calls
     call = ctx.call
@@ -254,23 +447,67 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         hm += [b"rjk", rjk]
     call(HMSET, hm)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
-    # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
-    if monitors:
-        ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency"])
-    HMGET.calls += 1
+    if v.delayed is not None:
+        # addDelayedJob: getDelayedScore (computed above; nothing wrote the delayed zset since), ZADD, the
+        # delayed event, and the marker at the next delayed timestamp
+        delayed_key = keys[v.delayed]
+        lo = dwhen * 0x1000
+        call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
+                                b"LIMIT", b"0", b"1"])
+        call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
+        _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                         b"delay", b"%d" % dwhen])
+        nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+        if len(nxt) >= 2:
+            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), b"1"])
+        return job_id
     meta = db.lookup(meta_key)
-    limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+    if active_key is None:
+        # getTargetQueueList (5.0-5.8): HEXISTS meta paused (meta: a hash or absent, checked above)
+        if monitors:
+            ctx.feed([b"HEXISTS", meta_key, b"paused"])
+        HEXISTS.calls += 1
+        limit = None if meta is None or meta.get(b"paused") is None else -1
+    else:
+        # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
+        if monitors:
+            ctx.feed([b"HMGET", meta_key, *v.meta_fields])
+        HMGET.calls += 1
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     if limit is None:
         paused_or_maxed = False
     elif limit < 0:
         paused_or_maxed = True
+        if v.paused_list:
+            wait_key = keys[v.paused]  # 5.x: a paused queue's new jobs go to its paused list
     else:
         paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
-    call(push, [push.name.upper().encode(), wait_key, job_id])
-    if not paused_or_maxed:
+    if v.prio is not None:
+        # addJobWithPriority: score = priority * 2**32 + INCR(pc) mod 2**32
+        counter = call(INCR, [b"INCR", keys[v.pc]])
+        call(ZADD, [b"ZADD", keys[v.prio], b"%d" % (prio * 0x100000000 + counter % 0x100000000), job_id])
+    elif v.marker_first and not paused_or_maxed:
+        _zadd_marker(ctx, marker_key)
+    if v.prio is None:
+        call(push, [push.name.upper().encode(), wait_key, job_id])
+    if not paused_or_maxed and not v.marker_first:
         _zadd_marker(ctx, marker_key)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
     return job_id
+
+
+@native("addDelayedJob", _accept_delayed)
+def add_delayed_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = DELAYED_V6) -> Any:
+    """KEYS (6.x): marker meta id delayed completed events; ARGV: args, data, opts.
+    addStandardJob's path, the job going to the delayed zset (score from getDelayedScore)."""
+    return add_standard_job(ctx, keys, argv, variant)
+
+
+@native("addPrioritizedJob", _accept_prio)
+def add_prioritized_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = PRIO_V6) -> Any:
+    """KEYS (6.x): marker meta id prioritized delayed completed active events pc; ARGV: args, data, opts.
+    addStandardJob's path, the job going to the prioritized zset (score from the priority counter)."""
+    return add_standard_job(ctx, keys, argv, variant)
 
 
 # ---- moveToActive -------------------------------------------------------------------
@@ -289,8 +526,48 @@ def _check_job_for_processing(ctx: Ctx, keys: list[bytes], prefix: bytes, job_id
                 raise Bail("ats")
 
 
-@native("moveToActive")
-def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+_MTA_KEYS = ["wait key", "active key", "prioritized key", "stream events key", "stalled key", "rate limiter key",
+             "delayed key", "paused key", "meta key", "pc priority counter", "marker key"]
+_MTA_ARGV = ["key prefix", "timestamp", "opts"]
+_MTA_OPTS = frozenset({"limiter", "lockDuration", "name", "token"})
+_MTA_EVENTS = ("event|active|jobId|?|prev|waiting",)
+#: prepareJobForProcessing's job hash write (processedOn, then the optional pb) as the native path makes it
+_PREPARE_HASH = "HMSET|processedOn|?|?"
+
+
+def _meta_variant(lay: dict[str, Any]) -> Any:
+    """True (6.x and 5.60+: the fetch reads meta's paused concurrency max duration) or the 2 fields that 5.x
+    before 5.60 reads (it knows no rate limit in meta; the native path leaves a meta ``max`` to Lua anyway)."""
+    if "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ()):
+        return True
+    if "HMGET|paused|concurrency" in lay.get("hash_reads", ()):
+        return _META4[:2]
+    return None
+#: prepareJobForProcessing re-adds the marker for the next worker (5.28+)
+_PREPARE_MARKER = "prepareJobForProcessing>addBaseMarkerIfNeeded"
+
+
+def _accept_mta(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToActive: the releases with 6.x's keys, ARGV and options (5.3+: the worker name is read), whose
+    prepareJobForProcessing re-adds the marker (addBaseMarkerIfNeeded, 5.28+). 5.x's paused list only matters
+    when delayed jobs are promoted, which the native path leaves to Lua."""
+    if numkeys != 11 or lay.get("keys") != _MTA_KEYS or lay.get("argv") != _MTA_ARGV:
+        return None
+    opts = set(lay.get("unpacked", {}).get("ARGV3", ()))
+    calls = set(lay.get("calls", ()))
+    if opts != _MTA_OPTS or not _writes_events(lay, _MTA_EVENTS):
+        return None
+    if _PREPARE_HASH not in lay.get("hash_writes", ()):
+        return None  # 5.3-5.6: HSET pb, then HSET processedOn (the job hash's field order differs)
+    if _PREPARE_MARKER not in calls:
+        return None  # before 5.28 a fetched job does not re-add the marker
+    if not calls & {"main>getQueueMetadata", "main>getTargetQueueList"}:
+        return None
+    return _meta_variant(lay)
+
+
+@native("moveToActive", _accept_mta)
+def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[bytes, ...] = _META4) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc marker;
     ARGV: prefix, timestamp, opts."""
     if len(argv) < 3 or len(set(keys)) != 11:
@@ -324,7 +601,7 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
 
     call = ctx.call
     # getQueueMetadata
-    paused, conc, _max, _duration = call(HMGET, [b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+    paused, conc = call(HMGET, [b"HMGET", meta_key, *variant])[:2]
     paused_or_maxed = _paused_or_maxed(call, _paused_or_maxed_attrs(paused, conc), active_key)
     # promoteDelayedJobs: only when there is nothing to promote
     upto = format_number_arg((float(ts) + 1) * 0x1000 - 1)
@@ -580,8 +857,51 @@ def _mtf_opts(raw: bytes, failed: bool) -> tuple[bool, Any, bool, bytes, bytes |
     return e
 
 
-@native("moveToFinished")
-def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+_MTF_KEYS_DOC = ["wait key", "active key", "prioritized key", "event stream key", "stalled key", "rate limiter key",
+                 "delayed key", "paused key", "meta key", "pc priority counter", "completed failed key", "jobid key",
+                 "metrics key", "marker key"]
+_MTF_ARGV = ["jobid", "timestamp", "msg property returnvalue failedreason", "return value failed reason",
+             "target completed failed", "fetch next", "keys prefix", "opts"]
+#: the options moveToFinished reads in the releases served natively: those the native path reads (token,
+#: lockDuration, name, keepJobs, attempts, maxMetricsSize, limiter), and those only read on paths it leaves
+#: to Lua (a parent's fpof/idof/rdof/removeOnFail, dedup, delayed promotion, events trimming)
+_MTF_OPT_NAMES = frozenset({"attempts", "de", "delay", "keepJobs", "lifo", "limiter", "lockDuration", "maxLenEvents",
+                       "maxMetricsSize", "name", "priority", "token", "fpof", "idof", "rdof", "removeOnFail"})
+
+
+_MTF_EVENTS = ("event|?|jobId|?|?|?|prev|active", "event|active|jobId|?|prev|waiting", "event|drained",
+               "event|retries-exhausted|jobId|?|attemptsMade|?")
+
+
+#: how the finished job's return value / failed reason and finishedOn are written
+_MTF_FINISH_HASH = "HSET|?|?|finishedOn|?"
+
+
+def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToFinished: the releases with 6.x's keys and ARGV (the 9th, fields to update, optional), options
+    among :data:`_MTF_OPT_NAMES` (the worker name among them) and a fetch that re-adds the marker."""
+    if numkeys != 14 or lay.get("keys") != _MTF_KEYS_DOC:
+        return None
+    argv = lay.get("argv", [])
+    if argv[:8] != _MTF_ARGV or argv[8:] not in ([], ["job fields to update"]):
+        return None
+    opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
+    calls = set(lay.get("calls", ()))
+    if not opts <= _MTF_OPT_NAMES or "name" not in opts or _PREPARE_MARKER not in calls:
+        return None
+    if not _writes_events(lay, _MTF_EVENTS) or _PREPARE_HASH not in lay.get("hash_writes", ()):
+        return None
+    if _MTF_FINISH_HASH not in lay.get("hash_writes", ()):
+        return None  # before 5.45: HMSET of the return value and finishedOn
+    if "HGET|igdp" in lay.get("hash_reads", ()):
+        return None  # 5.47-5.51 read the job's ignore-dependency-on-failure flag on every finish
+    if not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList", "main>getTargetQueueList"}:
+        return None  # (before 5.73 the fetch is inline in the main code)
+    return _meta_variant(lay)
+
+
+@native("moveToFinished", _accept_mtf)
+def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[bytes, ...] = _META4) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
     ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
     if len(argv) < 8 or len(keys) != 14:
@@ -723,7 +1043,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
         if monitors:
-            ctx.feed([b"HMGET", meta_key, b"paused", b"concurrency", b"max", b"duration"])
+            ctx.feed([b"HMGET", meta_key, *variant])
         HMGET.calls += 1
         meta = db.lookup(meta_key)  # trimEvents may have created it
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))

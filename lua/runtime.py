@@ -119,6 +119,8 @@ class Scripting:
         self.sha = b""
         self.caller: Any = None
         self.busy = False
+        # cluster mode: redis.call may only reach this node's keys (respqueue/cluster/topology.py)
+        self.cluster: Any = getattr(server, "cluster", None)
 
         self.libs = libs.Libs(self)
         with open(_SANDBOX, "rb") as fh:
@@ -218,6 +220,13 @@ class Scripting:
                 raise NOSCRIPT
         else:
             script = self.compile(argv[1])
+        if self.server.write_refused is not None and not ro and not script.no_writes and script.body[:2] == b"#!":
+            # Redis 7: a script with a shebang and without the no-writes flag counts as a write
+            # command, refused before it runs while writes are refused (MISCONF); one without a
+            # shebang runs, and its first write (redis.call) gets the error
+            raise self.server.write_refused
+        if self.cluster is not None and script.body.startswith(b"#!") and b"no-cluster" in script.body.split(b"\n", 1)[0]:
+            raise RedisError(b"ERR Can not run script on cluster, 'no-cluster' flag is set.")
         return self.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro or script.no_writes)
 
     def run(self, c: Any, script: Script, keys: list[bytes], args: list[bytes], readonly: bool) -> Any:
@@ -286,11 +295,11 @@ class Scripting:
         """
         if args:
             cmd = _COMMANDS.get(args[0]) if type(args[0]) is bytes else None
-            if cmd is not None and cmd.subcommands is None and not cmd.noscript and self.caller.acl_unrestricted:
+            if cmd is not None and cmd.subcommands is None and not cmd.noscript and self.caller.acl_unrestricted and self.cluster is None:
                 n = len(args)
                 ar = cmd.arity
                 if (n == ar if ar > 0 else n >= -ar) and not (
-                    cmd.is_write and (self.readonly or self.server.oom_state)
+                    cmd.is_write and (self.readonly or self.server.oom_state or self.server.write_refused is not None)
                 ):
                     argv: list[bytes] | None = list(args)
                     for a in args:
@@ -395,9 +404,18 @@ class Scripting:
             denied = check_script(self.caller, cmd, argv)
             if denied is not None:
                 return None, self.mk_err(denied)
+        if self.cluster is not None and self.caller is not None:
+            cerr = self.cluster.script_check(self.caller, cmd, argv)
+            if cerr is not None:
+                return None, self.mk_err(cerr)
         if cmd.is_write:
             if self.readonly:
                 return None, self.mk_err(ERR_RO)
+            refused = self.server.write_refused
+            if refused is not None:
+                # the store cannot be written (MISCONF): the write is not applied (Redis's
+                # scriptVerifyWriteCommandAllow; the state cannot change while a script runs)
+                return None, self.mk_err(error_text(refused.msg))
             if cmd.is_denyoom and not self.wrote and self.server.oom_state:
                 # over maxmemory: a script's first write that needs memory fails, as Redis's scriptVerifyOOM
                 return None, self.mk_err(OOM_MSG)

@@ -16,11 +16,16 @@ from .backup import BackupError, backup, prune
 log = logging.getLogger("respqueue")
 
 
-def run_once(directory: str, dest: str, keep: int) -> str:
-    """One scheduled backup plus pruning; returns the log line. Raises on failure."""
+def run_once(directory: str, dest: str, keep: int, cluster_file: str | None = None) -> str:
+    """One scheduled backup plus pruning; returns the log line. Raises on failure. A shard of
+    ``serve --shards`` (``cluster_file``) also copies the cluster file beside its ``shard-K`` folder."""
     t0 = time.perf_counter()
     where, meta = backup(dest, directory, as_dir=True)
     removed = prune(dest, keep)
+    if cluster_file:
+        from .cluster.backup import CLUSTER_FILE, parent, put_file
+
+        put_file(parent(dest), CLUSTER_FILE, cluster_file)
     return "backup: wrote %s (%d bytes, sha256 %s) in %.2f s; removed %d old backup(s), keeping %d" % (
         where, meta["size"], meta["sha256"][:16], time.perf_counter() - t0, len(removed), keep)
 
@@ -54,13 +59,13 @@ async def _in_thread(fn: Callable[[], Any]) -> Any:
     return await fut
 
 
-async def backup_loop(directory: str, dest: str, interval: float, keep: int) -> None:
+async def backup_loop(directory: str, dest: str, interval: float, keep: int, cluster_file: str | None = None) -> None:
     """Back up every ``interval`` seconds until cancelled; one log line per backup."""
     log.info("scheduled backups to %s every %s s, keeping %d", dest, interval, keep)
     while True:
         await asyncio.sleep(interval)
         try:
-            line = await _in_thread(lambda: run_once(directory, dest, keep))
+            line = await _in_thread(lambda: run_once(directory, dest, keep, cluster_file))
             log.info("%s", line)
         except asyncio.CancelledError:
             raise
@@ -81,4 +86,10 @@ def start_scheduled_backups(server: Any) -> asyncio.Task[None] | None:
         return None
     interval = max(1, int(getattr(cfg, "backup_interval", 3600) or 3600))
     keep = max(1, int(getattr(cfg, "backup_keep", 7) or 7))
-    return asyncio.get_running_loop().create_task(backup_loop(cfg.dir, dest, interval, keep))
+    cluster_file = None
+    if getattr(cfg, "cluster_config", None):
+        from .cluster.backup import is_shard_dest
+
+        if is_shard_dest(dest):
+            cluster_file = cfg.cluster_config
+    return asyncio.get_running_loop().create_task(backup_loop(cfg.dir, dest, interval, keep, cluster_file))

@@ -26,14 +26,60 @@ def build_parser() -> argparse.ArgumentParser:
             add_quiet_flag(c)
     add_backup_commands(sub)
     add_history_commands(sub)
+    add_cluster_commands(sub)
     return p
+
+
+def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``respqueue cluster info|check`` (README: Cluster mode)."""
+    c = sub.add_parser("cluster", help="cluster tools: info and check")
+    cs = c.add_subparsers(dest="cluster_cmd", required=True)
+    for name, what in (("info", "keys and slots of every node"),
+                       ("check", "info, and whether the nodes agree, cover every slot and have no open slots")):
+        x = cs.add_parser(name, help=what)
+        x.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+        x.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+        x.add_argument("--password", help="AUTH password")
+    m = cs.add_parser("reshard", help="move slots (and their keys) to a node, live, as redis-cli --cluster reshard")
+    m.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+    m.add_argument("--slots", required=True, help="slots to move: 5, 0-99 or 1,5,10-20")
+    m.add_argument("--to", required=True, metavar="HOST:PORT", help="the node that gets them")
+    m.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+    m.add_argument("--password", help="AUTH password")
+
+
+def run_cluster_command(ns: argparse.Namespace) -> int:
+    from .cluster.admin import move_slots, parse_slots, report, seeds_from_file
+
+    seeds = list(ns.addrs)
+    if ns.cluster_config:
+        try:
+            seeds += seeds_from_file(ns.cluster_config)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+    if not seeds:
+        print("respqueue: name a node (HOST:PORT) or --cluster-config FILE", file=sys.stderr)
+        return 2
+    if ns.cluster_cmd == "reshard":
+        try:
+            slots = parse_slots(ns.slots)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+        return move_slots(seeds, slots, ns.to, ns.password)
+    return report(seeds, ns.password, ns.cluster_cmd == "check")
 
 
 def add_backup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``respqueue backup DEST`` and ``respqueue restore SRC`` (docs/BACKUPS.md)."""
     b = sub.add_parser("backup", help="copy the store (online, consistent) to a file, a directory or s3://bucket/prefix")
     b.add_argument("dest", metavar="DEST", help="a file, a directory, or s3://bucket/prefix")
-    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR)")
+    b.add_argument("--dir", help="data directory, default ./respqueue-data (env RESPQUEUE_DIR); a sharded one"
+                   " (serve --shards: cluster.toml and shard-K/) is backed up shard by shard into DEST/shard-K/")
+    b.add_argument("--cluster", metavar="HOST:PORT", help="back up every node of this running cluster (their"
+                   " stores must be on this machine) into DEST/shard-K/, with the cluster file")
+    b.add_argument("--password", help="AUTH password of the --cluster nodes")
     add_quiet_flag(b)
     r = sub.add_parser("restore", help="verify a backup and put it in place of the store (the server must be stopped)")
     r.add_argument("src", metavar="SRC", help="a backup file, a directory of backups, s3://bucket/key or"
@@ -89,6 +135,9 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--metrics-host", dest="metrics_host",
                    help="address(es) of the metrics/dashboard HTTP server, default: --host" + env % "METRICS_HOST")
     add_limit_flags(s)
+    add_security_flags(s)
+    add_cluster_flags(s)
+    add_replication_flags(s, env)
 
 
 def add_limit_flags(s: argparse.ArgumentParser) -> None:
@@ -124,7 +173,6 @@ def add_limit_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--client-output-buffer-limit", dest="client_output_buffer_limit", metavar="LIMITS",
                    help='per class "CLASS HARD SOFT SECONDS ...", default'
                    ' "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"' + env % "CLIENT_OUTPUT_BUFFER_LIMIT")
-    add_security_flags(s)
 
 
 def add_security_flags(s: argparse.ArgumentParser) -> None:
@@ -142,6 +190,36 @@ def add_security_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--enable-protected-configs", dest="enable_protected_configs", choices=("no", "yes", "local"),
                    help="allow CONFIG SET of protected configs (dir): no (default), yes or local"
                    + env % "ENABLE_PROTECTED_CONFIGS")
+
+
+def add_cluster_flags(s: argparse.ArgumentParser) -> None:
+    """Cluster mode (README: Cluster mode; respqueue/cluster/)."""
+    env = " (env RESPQUEUE_%s)"
+    s.add_argument("--cluster-enabled", dest="cluster_enabled", choices=("yes", "no"),
+                   help="speak the Redis Cluster protocol; alone: a one-node cluster serving every slot"
+                   + env % "CLUSTER_ENABLED")
+    s.add_argument("--cluster-config", dest="cluster_config", metavar="FILE",
+                   help="TOML file naming the cluster's nodes and their slots (implies --cluster-enabled yes)"
+                   + env % "CLUSTER_CONFIG")
+    s.add_argument("--cluster-announce-ip", dest="cluster_announce_ip", metavar="HOST",
+                   help="the host this node has in the cluster file, default --host" + env % "CLUSTER_ANNOUNCE_IP")
+    s.add_argument("--shards", metavar="N|auto",
+                   help="run N shard processes on ports --port..--port+N-1 as one cluster (auto: one per core),"
+                   " default 1" + env % "SHARDS")
+
+
+def add_replication_flags(s: argparse.ArgumentParser, env: str) -> None:
+    """Replication (docs/REPLICATION.md)."""
+    s.add_argument("--replicaof", metavar="'HOST PORT'", help="start as a replica of this master" + env % "REPLICAOF")
+    s.add_argument("--masterauth", help="password to AUTH to the master with" + env % "MASTERAUTH")
+    s.add_argument("--masteruser", help="user to AUTH to the master as" + env % "MASTERUSER")
+    s.add_argument("--repl-backlog-size", dest="repl_backlog_size", type=int,
+                   help="bytes of replication stream kept for partial resyncs, default 1048576"
+                   + env % "REPL_BACKLOG_SIZE")
+    s.add_argument("--replica-ack", dest="replica_ack", type=int, metavar="N",
+                   help="durable mode: reply to a write once N replicas committed it (default 0)" + env % "REPLICA_ACK")
+    s.add_argument("--replica-priority", dest="replica_priority", type=int,
+                   help="Sentinel's promotion priority, default 100 (0: never)" + env % "REPLICA_PRIORITY")
 
 
 def _history_switch(v: str) -> str:
@@ -179,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
             level=_LEVELS.get(cfg.log_level.lower(), logging.INFO),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        if cfg.shards != "1" or cfg.cluster_config or cfg.cluster_enabled != "no":
+            from .cluster.supervisor import serve_cluster
+
+            return serve_cluster(cfg, args)
         from .server import run
 
         return run(cfg)
@@ -196,13 +278,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     if ns.cmd in ("backup", "restore"):
         from . import backup
+        from .cluster import backup as cluster_backup
 
         d = Config.load({"dir": ns.dir}).dir
         if ns.cmd == "backup":
+            if ns.cluster or cluster_backup.shard_dirs(d):
+                return cluster_backup.cli_backup(ns.dest, d, ns.cluster, ns.password, ns.quiet)
             return backup.cli_backup(ns.dest, d, ns.quiet)
+        if cluster_backup.is_cluster_backup(ns.src):
+            return cluster_backup.cli_restore(ns.src, d, ns.force, ns.quiet)
         return backup.cli_restore(ns.src, d, ns.force, ns.quiet)
     if ns.cmd in ("history", "analytics", "enqueue"):
         return run_history_command(ns)
+    if ns.cmd == "cluster":
+        return run_cluster_command(ns)
     build_parser().print_help()
     return 2
 
@@ -239,6 +328,10 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     q.add_argument("--batch", type=int, default=1000, help="jobs per addBulk call, default 1000")
     q.add_argument("--partitions", type=int, help="repartition the input into this many partitions")
     q.add_argument("--master", default="local[*]", help="Spark master, default local[*]")
+    q.add_argument("--queue-col", dest="queue_col", help="take each job's queue from this column (default: QUEUE)")
+    q.add_argument("--cluster", action="store_true", default=None,
+                   help="--host/--port is a node of a Redis Cluster (default: ask it, INFO cluster); every queue"
+                   " needs a {hash tag} in its name or --prefix")
     add_quiet_flag(q)
 
 
@@ -249,6 +342,18 @@ def run_history_command(ns: argparse.Namespace) -> int:
         from .progress import for_cli
 
         d = ns.dir if ns.dir and ns.dir.endswith(".db") else Config.load({"dir": ns.dir}).dir
+        from .history_export import export_shards, shard_stores
+
+        if shard_stores(d):  # serve --shards: every shard into the one dataset
+            try:
+                done = export_shards(d, ns.dest, parse_time(ns.since), parse_time(ns.until), incremental=not ns.full,
+                                     settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
+            except ExportError as err:
+                print(f"respqueue: {err}", file=sys.stderr)
+                return 1
+            for k, r in done:
+                print(f"shard-{k}: {r.summary()}")
+            return 0
         try:
             res = export_history(d, ns.dest, parse_time(ns.since), parse_time(ns.until),
                                  incremental=not ns.full, settle_ms=ns.settle_ms, progress=for_cli(ns.quiet))
@@ -281,7 +386,10 @@ def run_history_command(ns: argparse.Namespace) -> int:
         res = enqueue(df, ns.queue, name=ns.name, data_cols=ns.data_cols.split(",") if ns.data_cols else None,
                       opts=json.loads(ns.opts) if ns.opts else None, connection=conn, prefix=ns.prefix,
                       batch_size=ns.batch, name_col=ns.name_col, job_id_col=ns.job_id_col,
-                      progress=None if ns.quiet else for_cli())
+                      progress=None if ns.quiet else for_cli(), cluster=ns.cluster, queue_col=ns.queue_col)
+    except ValueError as e:  # bad arguments (no such column, a queue without a hash tag on a cluster): one line
+        print(f"respqueue enqueue: {e}", file=sys.stderr)
+        return 2
     finally:
         if active is None:
             spark.stop()

@@ -22,6 +22,9 @@ class Client:
     in_exec = False
     acl_unrestricted = True  # False while the client's ACL user is restricted (respqueue/acl.py)
     is_unix = False
+    # cluster mode (respqueue/cluster/): ASKING covers the next command; READONLY
+    asking = False
+    cluster_readonly = False
 
     def __init__(self, server: Server) -> None:
         self.server = server

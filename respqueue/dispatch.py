@@ -82,6 +82,10 @@ def process(client: Any, argv: list[bytes]) -> Any:
         err = _acl_check(client, cmd, argv)
         if err is not None:
             return _rejected(client, err, argv)
+    if client.server.cluster is not None:
+        err = client.server.cluster.route(client, cmd, argv)
+        if err is not None:
+            return _redirected(client, cmd, err)
     if client.server.mem_guard is not None:
         # maxmemory is set (respqueue/memory.py): evict, or refuse with -OOM, as Redis's processCommand
         oom = client.server.mem_guard.check(client, cmd, argv)
@@ -94,7 +98,7 @@ def process(client: Any, argv: list[bytes]) -> Any:
         )
     if client.server.busy_script is not None and not cmd.allow_busy:
         return client.server.busy_error()
-    if client.server.write_refused is not None and cmd.is_write:
+    if client.server.write_refused is not None and (cmd.is_write or _exec_writes(client, cmd)):
         # the store cannot be written (disk full, I/O error...): MISCONF, as Redis
         return _rejected(client, client.server.write_refused, argv)
     if client.multi is not None and cmd.name not in _MULTI_PASSTHROUGH:
@@ -151,6 +155,11 @@ def _acl_check(client: Any, cmd: Command, argv: list[bytes]) -> RedisError | Non
     return _acl_check_command(client, cmd, argv)
 
 
+def _exec_writes(client: Any, cmd: Command) -> bool:
+    """EXEC of a transaction that queued a write command (Redis counts it a write: refused under MISCONF)."""
+    return cmd.name == "exec" and bool(client.multi) and any(c.is_write for c, _ in client.multi)
+
+
 def count_error(server: Any, err: RedisError) -> None:
     """INFO errorstats: count error replies by their first word (ERR, WRONGTYPE...)."""
     code = err.msg.split(b" ", 1)[0]
@@ -171,6 +180,20 @@ def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> 
             msg = err.msg[4:] if err.msg.startswith(b"ERR ") else err.msg
             return RedisError(b"EXECABORT Transaction discarded because of: " + msg)
     return err
+
+
+def _redirected(client: Any, cmd: Command, err: RedisError) -> RedisError:
+    """Cluster mode: the command is not for this node (MOVED, ASK, CROSSSLOT...); a rejected EXEC discards
+    the transaction and answers the error itself, as Redis does."""
+    cmd.rejected_calls += 1
+    if cmd.name == "exec" and client.multi is not None:
+        from .commands.transactions import discard_transaction
+
+        discard_transaction(client)
+        client.server.stats_rejected_calls += 1
+        count_error(client.server, err)
+        return err
+    return _rejected(client, err)
 
 
 def call(client: Any, cmd: Command, argv: list[bytes]) -> Any:

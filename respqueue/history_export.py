@@ -154,7 +154,7 @@ class _Sink:
 
 
 def _write_table(sink: _Sink, table: str, rows: list[tuple], time_col: str,
-                 progress: Any = None) -> tuple[list[str], set[str]]:
+                 progress: Any = None, tag: str = "") -> tuple[list[str], set[str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -171,7 +171,8 @@ def _write_table(sink: _Sink, table: str, rows: list[tuple], time_col: str,
         tbl = pa.Table.from_pydict(cols, schema=schema)
         buf = io.BytesIO()
         pq.write_table(tbl, buf, compression="zstd")
-        rel = f"{table}/queue={quote(q, safe='')}/date={day}/part-{uuid.uuid4().hex}.parquet"
+        part = f"part-{tag}-" if tag else "part-"
+        rel = f"{table}/queue={quote(q, safe='')}/date={day}/{part}{uuid.uuid4().hex}.parquet"
         files.append(sink.put(rel, buf.getvalue()))
         if progress is not None:
             progress.update(len(grp))
@@ -188,12 +189,14 @@ def export_history(
     settle_ms: int = 2000,
     now_ms: int | None = None,
     progress: Callable[..., Any] | None = None,
+    file_tag: str = "",
 ) -> ExportResult:
     """Export new history rows from ``source`` (a data dir or a .db file) to ``dest``.
 
     ``since_ms``/``until_ms`` bound ``ts_ms`` (events) and ``finished_on`` (final records), both inclusive.
     With ``incremental`` false the watermark is neither read nor written (a one-off snapshot).
     ``progress`` (see respqueue/progress.py) makes the display of the rows written; default none.
+    ``file_tag`` goes into every file name (``part-<tag>-<uuid>.parquet``): the shard, in a cluster's export.
     """
     path = db_path(source)
     conn = connect(path)
@@ -248,8 +251,8 @@ def export_history(
         from .progress import silent
 
         with (progress or silent)("history export: writing", len(events) + len(finals), "rows") as pr:
-            f1, q1 = _write_table(sink, "job_events", events, "ts_ms", pr)
-            f2, q2 = _write_table(sink, "job_final", finals, "finished_on", pr)
+            f1, q1 = _write_table(sink, "job_events", events, "ts_ms", pr, file_tag)
+            f2, q2 = _write_table(sink, "job_final", finals, "finished_on", pr, file_tag)
         res.files = f1 + f2
         res.queues = sorted(q1 | q2)
         # Without --until every event in the snapshot was considered; with it, only up to the last exported.
@@ -272,6 +275,27 @@ def export_history(
     finally:
         conn.close()
     return res
+
+
+def shard_stores(source: str) -> list[tuple[int, str]]:
+    """``[(K, D/shard-K)]`` when ``source`` is a sharded data directory (``serve --shards``), else ``[]``."""
+    from .cluster.backup import shard_dirs
+
+    if not os.path.isdir(source):
+        return []
+    return [(k, d) for k, d in shard_dirs(source) if os.path.isfile(os.path.join(d, DB_FILE))]
+
+
+def export_shards(
+    source: str, dest: str, since_ms: int | None = None, until_ms: int | None = None, **kw: Any
+) -> list[tuple[int, ExportResult]]:
+    """Export every shard of the sharded data directory ``source`` into the one dataset ``dest`` (same
+    partitioning; each file named ``part-shard-K-<uuid>.parquet``). Each shard's store keeps its own watermark
+    for ``dest``, so an incremental export goes on where each shard left off."""
+    shards = shard_stores(source)
+    if not shards:
+        raise ExportError(f"{source} is not a sharded data directory (no cluster.toml and shard-K stores)")
+    return [(k, export_history(d, dest, since_ms, until_ms, file_tag=f"shard-{k}", **kw)) for k, d in shards]
 
 
 def read_export(src: str, table: str) -> Any:

@@ -11,6 +11,14 @@ of ``batch_size``; a batch that fails (connection error, timeout, server error) 
 once already (the reply was lost): give ``job_id_col`` to make retries idempotent (BullMQ ignores a job
 id it already holds). Jobs are plain BullMQ jobs, processed by ordinary Node or Python workers.
 
+On a Redis Cluster (``respqueue serve --shards N``, or Redis's; ``cluster=True``, or found by ``INFO cluster``)
+each queue is added through the node that serves its slot (found with CLUSTER SLOTS, asked again when a batch
+fails, e.g. on -MOVED after a reshard): bullmq-python's addBulk pipelines EVALSHA, which redis-py's
+``RedisCluster`` pipeline refuses. Every key of a queue must then hash to one slot, so the queue name or the
+prefix needs a ``{hash tag}``
+(``{emails}``, or ``prefix="{bull}"``), as BullMQ asks on Redis Cluster. ``queue_col`` takes each row's queue
+from a column, so one Spark job fills queues on several shards.
+
 bullmq and pyspark are imported inside the functions (the executors need ``bullmq`` installed).
 """
 
@@ -36,6 +44,7 @@ class EnqueueResult:
     total: int = 0
     partitions: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    queues: dict[str, int] = field(default_factory=dict)  # jobs added per queue
 
     @property
     def retries(self) -> int:
@@ -43,7 +52,10 @@ class EnqueueResult:
 
     def summary(self) -> str:
         rate = self.total / self.seconds if self.seconds > 0 else 0.0
-        return (f"added {self.total} jobs to {self.queue} from {len(self.partitions)} partition(s) "
+        where = self.queue
+        if len(self.queues) > 1 or (self.queues and self.queue not in self.queues):
+            where = ", ".join(f"{q} ({n})" for q, n in sorted(self.queues.items()))
+        return (f"added {self.total} jobs to {where} from {len(self.partitions)} partition(s) "
                 f"in {self.seconds:.2f} s ({rate:,.0f} jobs/s, {self.retries} batch retries)")
 
 
@@ -75,46 +87,143 @@ def row_to_job(row: dict[str, Any], name: str, data_cols: list[str] | None, opts
     return {"name": job_name, "data": data, "opts": job_opts}
 
 
+def has_hash_tag(key: str) -> bool:
+    """Whether ``key`` has a non-empty ``{hash tag}`` (Redis Cluster hashes only that part)."""
+    i = key.find("{")
+    return i >= 0 and key.find("}", i + 1) > i + 1
+
+
+def check_cluster_queue(queue: str, prefix: str | None) -> None:
+    """On a cluster every key of a BullMQ queue (``<prefix>:<queue>:...``) must be in one slot."""
+    if not has_hash_tag(f"{prefix or 'bull'}:{queue}:"):
+        raise ValueError(f"queue {queue!r} (prefix {prefix or 'bull'!r}) has no {{hash tag}}: on a Redis Cluster "
+                         "BullMQ needs one in the queue name or the prefix, e.g. '{" + queue + "}'")
+
+
+def _conn_dict(connection: Connection | None) -> dict[str, Any]:
+    """redis-py connection settings from a dict or a redis:// URL."""
+    import redis
+
+    if isinstance(connection, str):
+        kw = dict(redis.Redis.from_url(connection).connection_pool.connection_kwargs)
+        return {k: v for k, v in kw.items() if k in ("host", "port", "username", "password", "db", "ssl")}
+    return {"host": "127.0.0.1", "port": 6379, **(connection or {})}
+
+
+def slot_owner(connection: Connection | None, key: str) -> dict[str, Any]:
+    """The connection settings of the cluster node that serves ``key``'s slot (CLUSTER SLOTS of the node
+    ``connection`` names): bullmq-python's addBulk pipelines EVALSHA, which redis-py's cluster pipeline refuses,
+    so each queue goes straight to the node that owns its hash tag's slot."""
+    import redis
+
+    from .cluster.slots import key_slot
+
+    conn = _conn_dict(connection)
+    conn.pop("db", None)
+    slot = key_slot(key.encode())
+    client = redis.Redis(socket_timeout=10, **conn)
+    try:
+        table = client.execute_command("CLUSTER", "SLOTS")
+    finally:
+        client.close()
+    for entry in table:
+        a, b, master = entry[0], entry[1], entry[2]
+        if a <= slot <= b:
+            host = master[0].decode() if isinstance(master[0], bytes) else str(master[0])
+            return {**conn, "host": host or conn["host"], "port": int(master[1])}
+    raise ValueError(f"no cluster node serves slot {slot} (of {key!r})")
+
+
+def is_cluster(connection: Connection | None) -> bool:
+    """Whether the server behind ``connection`` is a Redis Cluster node (``INFO cluster``: cluster_enabled:1)."""
+    import redis
+
+    if isinstance(connection, str):
+        client = redis.Redis.from_url(connection, socket_timeout=10)
+    else:
+        client = redis.Redis(**{"host": "127.0.0.1", "port": 6379, "socket_timeout": 10, **(connection or {})})
+    try:
+        return str(client.info("cluster").get("cluster_enabled", 0)) == "1"
+    finally:
+        client.close()
+
+
 async def add_rows(rows: Iterable[dict[str, Any]], queue: str, *, name: str = "default",
                    data_cols: list[str] | None = None, opts: dict[str, Any] | None = None,
                    connection: Connection | None = None, prefix: str | None = None, batch_size: int = 1000,
                    max_retries: int = 3, backoff_s: float = 0.2, name_col: str | None = None,
-                   job_id_col: str | None = None) -> dict[str, Any]:
-    """Add rows as jobs in batches through bullmq-python's addBulk; return counts."""
+                   job_id_col: str | None = None, cluster: bool = False,
+                   queue_col: str | None = None) -> dict[str, Any]:
+    """Add rows as jobs in batches through bullmq-python's addBulk; return counts (``queues``: per queue).
+
+    ``queue_col``: each row's queue is that column's value (``queue`` where it is empty). ``cluster``: through a
+    RedisCluster client per queue (each queue needs a hash tag)."""
     from bullmq import Queue
 
-    qopts: dict[str, Any] = {"connection": connection if connection is not None else {"host": "127.0.0.1", "port": 6379}}
-    if prefix:
-        qopts["prefix"] = prefix
-    q = Queue(queue, qopts)
+    opened: dict[str, Any] = {}
+    pending: dict[str, list[dict[str, Any]]] = {}
+    per_queue: dict[str, int] = {}
     added = batches = retries = 0
+
+    def queue_for(qname: str) -> Any:
+        q = opened.get(qname)
+        if q is None:
+            if cluster:
+                check_cluster_queue(qname, prefix)
+                conn: Any = slot_owner(connection, f"{prefix or 'bull'}:{qname}:id")
+            else:
+                conn = connection if connection is not None else {"host": "127.0.0.1", "port": 6379}
+            qopts: dict[str, Any] = {"connection": conn}
+            if prefix:
+                qopts["prefix"] = prefix
+            q = opened[qname] = Queue(qname, qopts)
+            pending[qname] = []
+            per_queue.setdefault(qname, 0)
+        return q
+
+    async def flush(qname: str) -> None:
+        nonlocal added, batches, retries
+        q, batch = opened[qname], pending[qname]
+        for attempt in range(max_retries + 1):
+            try:
+                await q.addBulk(batch)
+                break
+            except Exception:
+                if attempt == max_retries:
+                    raise
+                retries += 1
+                await asyncio.sleep(backoff_s * (2 ** attempt))
+                if cluster:  # the slot may have moved (MOVED): ask again which node serves it
+                    old = opened.pop(qname)
+                    keep = pending.pop(qname)
+                    try:
+                        await old.close()
+                    except Exception:  # a broken connection: it is dropped anyway
+                        pass
+                    q = queue_for(qname)
+                    pending[qname] = keep
+        added += len(batch)
+        per_queue[qname] += len(batch)
+        batches += 1
+        batch.clear()
+
     try:
-        batch: list[dict[str, Any]] = []
-
-        async def flush() -> None:
-            nonlocal added, batches, retries
-            for attempt in range(max_retries + 1):
-                try:
-                    await q.addBulk(batch)
-                    break
-                except Exception:
-                    if attempt == max_retries:
-                        raise
-                    retries += 1
-                    await asyncio.sleep(backoff_s * (2 ** attempt))
-            added += len(batch)
-            batches += 1
-            batch.clear()
-
         for row in rows:
+            qname = queue
+            if queue_col is not None and row.get(queue_col) not in (None, ""):
+                qname = str(row[queue_col])
+            queue_for(qname)
+            batch = pending[qname]
             batch.append(row_to_job(row, name, data_cols, opts, name_col, job_id_col))
             if len(batch) >= batch_size:
-                await flush()
-        if batch:
-            await flush()
+                await flush(qname)
+        for qname, batch in pending.items():
+            if batch:
+                await flush(qname)
     finally:
-        await q.close()
-    return {"added": added, "batches": batches, "retries": retries}
+        for q in opened.values():
+            await q.close()
+    return {"added": added, "batches": batches, "retries": retries, "queues": per_queue}
 
 
 def _partition_adder(queue: str, kw: dict[str, Any]) -> Any:
@@ -130,7 +239,8 @@ def _partition_adder(queue: str, kw: dict[str, Any]) -> Any:
 def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | None = None,
             opts: dict[str, Any] | None = None, connection: Connection | None = None, *, prefix: str | None = None,
             batch_size: int = 1000, max_retries: int = 3, name_col: str | None = None,
-            job_id_col: str | None = None, progress: Callable[..., Any] | None = None) -> EnqueueResult:
+            job_id_col: str | None = None, progress: Callable[..., Any] | None = None,
+            cluster: bool | None = None, queue_col: str | None = None) -> EnqueueResult:
     """Add every row of the Spark DataFrame ``df`` to BullMQ queue ``queue``; one addBulk stream per partition.
 
     ``data_cols`` picks the columns that form each job's data (default: all); ``name`` is the job name, or
@@ -140,6 +250,10 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
     ``progress`` (a factory from respqueue/progress.py; default none) shows jobs added so far, out of
     ``df.count()`` (an extra pass over the input, only then), as the queue's id counter grows: BullMQ's
     add scripts INCR it once per job, so jobs other producers add meanwhile count too.
+
+    ``cluster``: the connection is a node of a Redis Cluster (None: ask the server, ``INFO cluster``); each
+    queue then needs a hash tag. ``queue_col``: take each row's queue from this column (``queue`` where it is
+    empty); ``EnqueueResult.queues`` has the count per queue.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -147,13 +261,20 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
         missing = [c for c in data_cols if c not in df.columns]
         if missing:
             raise ValueError(f"no such column(s): {', '.join(missing)}")
+    if queue_col is not None and queue_col not in df.columns:
+        raise ValueError(f"no such column: {queue_col}")
+    if cluster is None:
+        cluster = is_cluster(connection)
+    if cluster and queue_col is None:
+        check_cluster_queue(queue, prefix)
     kw = {"name": name, "data_cols": data_cols, "opts": opts, "connection": connection, "prefix": prefix,
-          "batch_size": batch_size, "max_retries": max_retries, "name_col": name_col, "job_id_col": job_id_col}
+          "batch_size": batch_size, "max_retries": max_retries, "name_col": name_col, "job_id_col": job_id_col,
+          "cluster": cluster, "queue_col": queue_col}
     t0 = time.time()
     watcher = None
-    if progress is not None:
+    if progress is not None and queue_col is None:
         pr = progress(f"enqueue: {queue}", df.count(), "jobs")
-        watcher = _CounterWatch(connection, prefix, queue, pr)
+        watcher = _CounterWatch(connection, prefix, queue, pr, cluster=cluster)
     try:
         parts = df.rdd.mapPartitionsWithIndex(_partition_adder(queue, kw)).collect()
     except BaseException:
@@ -161,8 +282,12 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
             watcher.stop(None)
         raise
     parts.sort(key=lambda p: p["partition"])
+    per_queue: dict[str, int] = {}
+    for p in parts:
+        for qn, n in p.get("queues", {}).items():
+            per_queue[qn] = per_queue.get(qn, 0) + n
     res = EnqueueResult(queue=queue, total=sum(p["added"] for p in parts), partitions=parts,
-                        seconds=time.time() - t0)
+                        seconds=time.time() - t0, queues=per_queue)
     if watcher is not None:
         watcher.stop(res.total)
     return res
@@ -172,10 +297,19 @@ class _CounterWatch:
     """Polls the queue's id counter (``<prefix>:<queue>:id``) from the driver and feeds a Progress."""
 
     def __init__(self, connection: Connection | None, prefix: str | None, queue: str, pr: Any,
-                 every_s: float = 0.25) -> None:
+                 every_s: float = 0.25, cluster: bool = False) -> None:
         import redis
 
-        if isinstance(connection, str):
+        if cluster:
+            from redis.cluster import RedisCluster
+
+            if isinstance(connection, str):
+                self.client = RedisCluster.from_url(connection, socket_timeout=5)
+            else:
+                conn = {"host": "127.0.0.1", "port": 6379, "socket_timeout": 5, **(connection or {})}
+                conn.pop("db", None)
+                self.client = RedisCluster(**conn)
+        elif isinstance(connection, str):
             self.client = redis.Redis.from_url(connection, socket_timeout=5)
         else:
             self.client = redis.Redis(**{"host": "127.0.0.1", "port": 6379, "socket_timeout": 5, **(connection or {})})

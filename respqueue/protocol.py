@@ -465,7 +465,8 @@ class ClientConnection(asyncio.Protocol, Client):
 
     def release_held(self, committed: int, error: bytes | None) -> bool:
         """Write the held output whose batch has committed (batch ``committed``);
-        with ``error`` that batch failed and its write replies become the error.
+        with ``error`` the batches up to ``committed`` failed (durable mode rolls back the one
+        after the failed one too) and their write replies become the error.
         True when nothing is held any more."""
         held = self.held
         if held is None:
@@ -473,7 +474,7 @@ class ClientConnection(asyncio.Protocol, Client):
         parts = []
         while held and held[0][0] <= committed:
             bid, data, is_write = held.popleft()
-            parts.append(error if (error is not None and is_write and bid == committed) else data)
+            parts.append(error if (error is not None and is_write) else data)
         if not held:
             self.held = None
         t = self.transport
@@ -528,9 +529,15 @@ class ClientConnection(asyncio.Protocol, Client):
         self.reply(st.timeout_reply)
         self.resume()
 
-    def unblocked_with(self, r: Any) -> None:
-        """Called by the server when the blocked command produced its reply."""
-        self.reply(r)
+    def unblocked_with(self, r: Any, wrote: bool = False) -> None:
+        """Called by the server when the blocked command produced its reply (``wrote``: it changed
+        the data and the reply is held for the commit; a failed commit turns it into the error)."""
+        if wrote and self.held is not None:
+            out: list[bytes] = []
+            encode(r, out, self.resp == 3)
+            self.held.append((self.hold_bid, b"".join(out), True))
+        else:
+            self.reply(r)
         self.resume()
 
     def resume(self) -> None:

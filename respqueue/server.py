@@ -38,6 +38,7 @@ class Server:
         self.loaded_expired = 0
         self.scripting: Any = None  # the Lua runtime hooks in here
         self.history: Any = None  # compat.history.HistoryCapture when job history is on
+        self.repl: Any = None  # replication.Replication: role, replicas, the link to a master
         self.slowlog: deque[list[Any]] = deque(maxlen=self.config.slowlog_max_len)
         self.slowlog_next_id = 0
         self.run_id = secrets.token_hex(20)
@@ -80,6 +81,7 @@ class Server:
         from .acl import AclState
 
         self.acl = AclState(self)  # users, ACL LOG (respqueue/acl.py)
+        self.cluster: Any = None  # respqueue.cluster.topology.Cluster in cluster mode (set in start)
 
     # ---- clients ----------------------------------------------------------
     def next_client_id(self) -> int:
@@ -112,6 +114,8 @@ class Server:
         c.patterns = set()
         if c in self.monitors:
             self.monitors.remove(c)
+        if self.repl is not None:
+            self.repl.client_gone(c)
         self.clients.pop(c.id, None)
 
     # ---- blocking ---------------------------------------------------------
@@ -168,9 +172,10 @@ class Server:
                     if type(r) is Block:
                         continue
                     self.unblock_client(c)
-                    if self.dirty != d0 and self.journal is not None and self.journal.durable:
+                    wrote = self.dirty != d0 and self.journal is not None and self.journal.durable
+                    if wrote:
                         c.journal_hold()
-                    c.unblocked_with(r)
+                    c.unblocked_with(r, wrote)
                     if key not in db.data:
                         break
 
@@ -225,6 +230,10 @@ class Server:
             if self.journal is not None:
                 self.journal.start()
         memory.setup(self)  # after the store is loaded, before clients: measures the keyspace when maxmemory is set
+        if self.repl is None:
+            from .replication import open_replication
+
+            self.repl = open_replication(self)
         if cfg.backup_to and getattr(self, "_backup_task", None) is None:
             from .backup_schedule import start_scheduled_backups
 
@@ -253,6 +262,12 @@ class Server:
             log.info("listening on unix socket %s", cfg.unixsocket)
         if cfg.metrics_port:
             await self._start_http()
+        if cfg.cluster_enabled == "yes" or cfg.cluster_config:
+            from .cluster.topology import build
+
+            self.cluster = build(cfg, self.tcp_port)
+            if self.scripting is not None:
+                self.scripting.cluster = self.cluster
         self._stop = loop.create_future()
         self._cron_task = loop.create_task(self._cron())
 

@@ -132,7 +132,7 @@ def test_batches_are_retried_a_bounded_number_of_times(rq_server, monkeypatch):
     rows = [{"i": i} for i in range(25)]
     res = asyncio.run(add_rows(rows, "flaky", connection=conn(rq_server.port), batch_size=10, max_retries=2,
                                backoff_s=0.001))
-    assert res == {"added": 25, "batches": 3, "retries": 6}
+    assert res == {"added": 25, "batches": 3, "retries": 6, "queues": {"flaky": 25}}
     assert r.llen("bull:flaky:wait") == 25
     calls["n"] = 0
     with pytest.raises(ConnectionError):

@@ -244,7 +244,7 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         n.start()
         assert snapshot(n.r) == before
         n.r.save()
-        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("5",)]
+        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("6",)]
         assert rows(n, "SELECT count(*) FROM list_items") == [(0,)]
         assert rows(n, "SELECT key FROM zset_members") == [(b"bull:w:completed",)]
         assert rows(n, "SELECT count(*) FROM keys WHERE state = CAST('bull:w:wait' AS BLOB)") == [(300,)]

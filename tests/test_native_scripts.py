@@ -88,7 +88,9 @@ class Pair:
 
     def script(self, body: bytes, keys: list[bytes], argv: list[Any], by_sha: bool = True) -> Any:
         if by_sha:
-            return self.both("EVALSHA", sha(body), len(keys), *keys, *argv)
+            r = self.both("EVALSHA", sha(body), len(keys), *keys, *argv)
+            assert not (isinstance(r, tuple) and "No matching script" in r[1]), "not loaded: the test compares nothing"
+            return r
         return self.both("EVAL", body, len(keys), *keys, *argv)
 
     def load(self, body: bytes) -> None:
@@ -734,3 +736,285 @@ def test_job_history_same_with_native() -> None:
         pytest.skip("this build records no job history")
     assert got["off"]["job_events"], got
     assert got["off"] == got["on"]
+
+
+# ---- every covered release family: the same scenario with that release's own scripts ----------------------
+# Bodies are read as the clients send them (compat.releases): npm bullmq 6.7.0 (interop/node_modules), npm
+# bullmq 5.x (interop/bullmq5, installed by .ci/run), PyPI bullmq 3.x (the installed package) and 2.x
+# (interop/bullmq5/python, installed by .ci/run). RESPQUEUE_RELEASE_SWEEP=1 adds every release the script
+# table was built from (downloaded with npm pack / pip download into a temporary cache outside the project).
+HOT = ("addStandardJob", "moveToActive", "moveToFinished", "addPrioritizedJob", "addDelayedJob")
+BULLMQ5 = os.path.join(ROOT, "interop", "bullmq5")
+
+
+def _family_bodies() -> dict[str, dict[str, bytes]]:
+    from compat.releases import npm_dir_bodies, py_dir_bodies
+
+    out: dict[str, dict[str, bytes]] = {}
+    node_dirs = {"node-6.x": os.path.join(ROOT, "interop", "node_modules", "bullmq"),
+                 "node-5.x": os.path.join(BULLMQ5, "node_modules", "bullmq")}
+    for fam, d in node_dirs.items():
+        scripts = os.path.join(d, "dist", "cjs", "scripts")
+        if os.path.isdir(scripts) and shutil.which("node"):
+            with open(os.path.join(d, "package.json")) as f:
+                ver = json.load(f)["version"]
+            out[f"{fam}:{ver}"] = {n: b for n, _k, b in npm_dir_bodies(scripts).values()}
+    py_dirs = {"py-2.x": os.path.join(BULLMQ5, "python", "bullmq")}
+    try:
+        import bullmq
+
+        py_dirs["py-3.x"] = os.path.dirname(bullmq.__file__)
+    except ImportError:
+        pass
+    for fam, d in py_dirs.items():
+        if os.path.isdir(os.path.join(d, "commands")):
+            ver = "?"
+            for m in os.listdir(os.path.dirname(d)):
+                if m.startswith("bullmq-") and m.endswith(".dist-info"):
+                    ver = m[len("bullmq-"):-len(".dist-info")]
+            out[f"{fam}:{ver}"] = {n: b for n, _k, b in py_dir_bodies(os.path.join(d, "commands")).values()}
+    if os.environ.get("RESPQUEUE_RELEASE_SWEEP"):
+        import tempfile
+
+        from compat import script_table
+        from compat.releases import npm_bodies, pypi_bodies
+
+        cache = os.path.join(tempfile.gettempdir(), "respqueue-bullmq-releases")
+        os.makedirs(cache, exist_ok=True)
+        for rel in script_table.RELEASES:
+            client, ver = rel.split("-", 1)
+            got = npm_bodies(ver, cache) if client == "node" else pypi_bodies(ver, cache)
+            out[rel] = {n: b for n, _k, b in got.values()}
+    return out
+
+
+FAMILIES = _family_bodies()
+
+
+def _release_keys(body: bytes, roles: dict[str, bytes]) -> list[bytes]:
+    """The keys a release's script takes, from the documented KEYS slots in its recorded layout."""
+    from compat.scripts import layout
+
+    lay = layout(sha(body))
+    assert lay is not None, "digest not in compat.script_table"
+    return [Q + roles[n] for n in lay["keys"]]
+
+
+_PRIO_ROLES = {"marker": b"marker", "meta": b"meta", "id": b"id", "prioritized": b"prioritized", "delayed": b"delayed",
+               "completed": b"completed", "active": b"active", "events stream key": b"events",
+               "pc priority counter": b"pc"}
+_DELAYED_ROLES = {"marker": b"marker", "meta": b"meta", "id": b"id", "delayed": b"delayed", "completed": b"completed",
+                  "events stream key": b"events"}
+_ADD_ROLES = {"wait": b"wait", "paused": b"paused", "meta": b"meta", "id": b"id", "completed": b"completed",
+              "delayed": b"delayed", "active": b"active", "events stream key": b"events", "marker key": b"marker"}
+
+
+def _release_add_args(body: bytes, custom_id: str = "", name: str = "job", ts: Any = TS, opts: dict[str, Any] | None = None,
+                      rjk: str | None = None) -> list[bytes]:
+    from compat.scripts import layout
+
+    fields = layout(sha(body))["argv_fields"]["ARGV1"]
+    a: list[Any] = [None] * len(fields)
+    a[:4] = [Q, custom_id, name, ts]
+    a[[i for i, f in enumerate(fields) if f.endswith("repeat job key")][0]] = rjk
+    return [msgpack.packb(a), b'{"i":1}', msgpack.packb({"attempts": 1} if opts is None else opts)]
+
+
+def _release_finish(body: bytes, job_id: bytes, **kw: Any) -> tuple[list[bytes], list[Any]]:
+    from compat.scripts import layout
+
+    keys, argv = finish_args(job_id, **kw)
+    if len(layout(sha(body))["argv"]) == 8:
+        argv = argv[:8]
+    return keys, argv
+
+
+def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
+    """A queue's life with one release's hot scripts on both servers; every reply and keyspace compared.
+    Returns how many times each hot script ran natively on the native server."""
+    add, mta, fin = bodies["addStandardJob"], bodies["moveToActive"], bodies["moveToFinished"]
+    nat = pair.nat_srv
+    before = {n: native_log_count(nat, f"native {n}: ran") for n in HOT}
+    akeys = _release_keys(add, _ADD_ROLES)
+
+    def addj(**kw: Any) -> Any:
+        return pair.script(add, akeys, _release_add_args(add, **kw))
+
+    pair.script(add, akeys, _release_add_args(add), by_sha=False)  # ioredis: EVAL first
+    for b in (mta, fin):
+        pair.load(b)
+    addj(name="b", opts={"attempts": 2, "lifo": True})
+    addj(custom_id="c-1")
+    addj(rjk="repeat:k:1", ts=float(TS + 1))
+    addj(opts={"delay": 0, "priority": 0, "attempts": 1, "backoff": {"type": "fixed", "delay": 10}})
+    pair.compare()
+    active: list[bytes] = []
+    for i in range(3):
+        if i:
+            pair.both("DEL", Q + b"marker")  # as a worker's BZPOPMIN does: whether a fetch re-adds it matters
+        r = pair.script(mta, MTA_KEYS, mta_args(token=f"t{i}", name="w1" if i else None))
+        pair.compare()
+        assert isinstance(r, list) and r[1], r
+        active.append(r[1])
+    # complete with fetch-next, fail (retries exhausted), complete without fetch, remove on complete
+    r = pair.script(fin, *_release_finish(fin, active.pop(0), token="t0", fetch=1, name="w1"))
+    pair.compare()
+    assert isinstance(r, list) and r[1], r
+    active.append(r[1])
+    pair.script(fin, *_release_finish(fin, active.pop(0), token="t1", target="failed", attempts=1))
+    pair.compare()
+    pair.script(fin, *_release_finish(fin, active.pop(0), token="t2", keep=0))
+    pair.compare()
+    # a paused queue (5.x: new jobs go to the paused list; a finishing job fetches nothing), then a
+    # concurrency limit
+    r = pair.script(mta, MTA_KEYS, mta_args(token="t0"))
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    addj(name="p")
+    assert pair.script(mta, MTA_KEYS, mta_args()) == [0, 0, 0, 0]
+    pair.compare()
+    assert pair.script(fin, *_release_finish(fin, r[1], token="t0", fetch=1)) == [0, 0, 0, 0]
+    pair.compare()
+    pair.both("HDEL", Q + b"meta", "paused")
+    pair.both("HSET", Q + b"meta", "concurrency", "2")
+    addj(name="m")
+    r = pair.script(mta, MTA_KEYS, mta_args(token="t0"))
+    pair.compare()
+    pair.both("HDEL", Q + b"meta", "concurrency")
+    # prioritized jobs (with the release's addPrioritizedJob, and one written directly), a delayed one (written
+    # directly), fetched / reported by moveToActive
+    prio = bodies["addPrioritizedJob"]
+    pkeys = _release_keys(prio, _PRIO_ROLES)
+    pair.load(prio)
+    for p, extra in ((3, {}), (1, {"lifo": True}), (2, {"attempts": 2})):
+        pair.script(prio, pkeys, _release_add_args(prio, opts={"priority": p, **extra}))
+        pair.compare()
+    pair.script(prio, pkeys, _release_add_args(prio, custom_id="pc-1", opts={"priority": 1.0}))
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    pair.script(prio, pkeys, _release_add_args(prio, opts={"priority": 2}))  # paused: no marker
+    pair.both("HDEL", Q + b"meta", "paused")
+    pair.script(prio, pkeys, _release_add_args(prio, opts={"priority": 2.5}))  # fractional: Lua
+    pair.compare()
+    pair.both("HSET", Q + b"p1", "name", "pj", "data", "{}", "opts", "{}", "priority", "2", "timestamp", str(TS))
+    pair.both("ZADD", Q + b"prioritized", str(2 * 2**32 + 1), "p1")
+    # delayed jobs with the release's addDelayedJob: same-millisecond slots, a float timestamp, an earlier one
+    dly = bodies["addDelayedJob"]
+    dkeys = _release_keys(dly, _DELAYED_ROLES)
+    pair.load(dly)
+    for ts, d in ((TS, 90000), (TS, 90000), (float(TS + 1), 89999), (TS, 120000), (TS + 5, 0.5)):
+        pair.script(dly, dkeys, _release_add_args(dly, ts=ts, opts={"delay": d, "attempts": 1}))
+        pair.compare()
+    pair.both("ZADD", Q + b"delayed", str((TS + 90000) * 4096 + 1), "d1")
+    for _ in range(14):
+        pair.both("DEL", Q + b"marker")
+        r = pair.script(mta, MTA_KEYS, mta_args(token="t0"))
+        pair.compare()
+        if isinstance(r, list) and r[1]:
+            active.append(r[1])
+    assert r[:3] == [0, 0, 0] and r[3] == TS + 90000, r
+    for k in pair.lua.zrange(Q + b"delayed", 0, -1):
+        pair.both("DEL", Q + k)
+    pair.both("DEL", Q + b"delayed")
+    # finish everything with fetch-next: the queue drains
+    while active:
+        pair.both("DEL", Q + b"marker")
+        r = pair.script(fin, *_release_finish(fin, active.pop(0), token="t0", fetch=1))
+        pair.compare()
+        if isinstance(r, list) and r[1]:
+            active.append(r[1])
+    assert r == 0, r
+    # fallbacks to Lua inside a native digest: a custom id that exists, a missing job
+    addj(custom_id="c-1")
+    pair.script(fin, *_release_finish(fin, b"nope", token="t0"))
+    pair.compare()
+    return {n: native_log_count(nat, f"native {n}: ran") - before[n] for n in HOT}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_release_family_oracle(pair: Pair, family: str) -> None:
+    """For each covered release family the hot scripts run natively and match the Lua path exactly."""
+    import compat.native_bullmq  # noqa: F401  (registers the native implementations)
+    from compat.scripts import SCRIPTS, native_digests
+
+    bodies = FAMILIES[family]
+    nat = native_digests()
+    native = {n: nat.get(sha(bodies[n])) == n for n in HOT}
+    for n in HOT:
+        assert sha(bodies[n]).encode() in SCRIPTS, f"{family} {n} {sha(bodies[n])} not in the script table"
+    if ":" in family:  # an installed family (not one of the sweep's releases): all of it runs natively
+        assert all(native.values()), f"{family}: on Lua: {[n for n in HOT if not native[n]]}"
+    ran = release_scenario(pair, bodies)
+    print(f"{family}: native runs {ran}")
+    least = {"addStandardJob": 7, "moveToActive": 10, "moveToFinished": 6, "addPrioritizedJob": 4, "addDelayedJob": 4}
+    for n in HOT:
+        assert (ran[n] >= least[n]) if native[n] else ran[n] == 0, (family, n, ran)
+
+
+def test_release_families_present() -> None:
+    """The four release families are installed here (interop/node_modules, interop/bullmq5, the Python
+    package): without them the family oracle above would silently cover less."""
+    fams = {f.split(":")[0] for f in FAMILIES}
+    if not os.path.isdir(os.path.join(BULLMQ5, "node_modules")):
+        pytest.skip("interop/bullmq5 not installed (.ci/run installs it)")
+    assert {"node-6.x", "node-5.x", "py-3.x", "py-2.x"} <= fams, fams
+
+
+def test_lua_fallback_logged_once_per_digest(pair: Pair) -> None:
+    """A script that runs on Lua is logged once per digest: unknown ones by digest, BullMQ ones by name."""
+    nat = pair.nat_srv
+    body = b"return redis.call('INCR', KEYS[1]) -- fallback-log-test"
+    s = sha(body)
+    for _ in range(3):
+        pair.both("EVAL", body, 1, "k")
+        pair.both("EVALSHA", s, 1, "k")
+    pair.both("EVALSHA", "0" * 40, 0)  # NOSCRIPT: nothing ran, nothing logged
+    assert nat.output().count(f"script {s} runs on Lua: not a known BullMQ script") == 1
+    assert "0" * 40 not in nat.output()
+    if NODE:  # a known BullMQ script without a native implementation
+        from compat.releases import npm_dir_bodies
+
+        bodies = {n: b for n, _k, b in npm_dir_bodies(NODE_DIR).values()}
+        counts = bodies["getCounts"]
+        for _ in range(2):
+            pair.both("EVAL", counts, 1, Q, "wait", "active")
+        line = "BullMQ script getCounts ("
+        got = [ln for ln in nat.output().splitlines() if line in ln and sha(counts) in ln]
+        assert len(got) == 1 and "no native implementation" in got[0], got
+    assert "runs on Lua" not in pair.lua_srv.output()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_release_family_commandstats(pair: Pair, family: str) -> None:
+    """Per release family, INFO commandstats after an add/fetch/finish cycle are the same on both paths (the
+    native path counts the calls it makes inline), and so are the lines a MONITOR client sees."""
+    bodies = FAMILIES[family]
+    add, mta, fin = bodies["addStandardJob"], bodies["moveToActive"], bodies["moveToFinished"]
+    prio, dly = bodies["addPrioritizedJob"], bodies["addDelayedJob"]
+    akeys, pkeys = _release_keys(add, _ADD_ROLES), _release_keys(prio, _PRIO_ROLES)
+    dkeys = _release_keys(dly, _DELAYED_ROLES)
+    for b in (add, mta, fin, prio, dly):
+        pair.load(b)
+    pair.both("CONFIG", "RESETSTAT")
+
+    def cycle() -> None:
+        for i in range(4):
+            pair.script(add, akeys, _release_add_args(add, name=f"s{i}"))
+            pair.script(prio, pkeys, _release_add_args(prio, name=f"p{i}", opts={"priority": 1 + i % 2}))
+            pair.script(dly, dkeys, _release_add_args(dly, name=f"d{i}", opts={"delay": 100000 + i % 2}))
+        pair.both("DEL", Q + b"marker")
+        r = pair.script(mta, MTA_KEYS, mta_args(name="w"))
+        for _ in range(4):
+            pair.both("DEL", Q + b"marker")
+            r = pair.script(fin, *_release_finish(fin, r[1], fetch=1, name="w"))
+        pair.both("HSET", Q + b"meta", "paused", "1")
+        pair.script(add, akeys, _release_add_args(add, name="p"))
+        pair.both("HDEL", Q + b"meta", "paused")
+
+    cycle()
+    pair.compare()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_xadd"] >= 10
+    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
+    pair.compare()
+    assert len(seen[0]) > 40
+    assert seen[0] == seen[1]

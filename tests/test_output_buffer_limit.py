@@ -206,7 +206,7 @@ def test_normal_client_over_its_hard_limit(servers, admins):
             time.sleep(0.5)
             s.settimeout(30)
             got = 0
-            while got < 100 * 100_010:
+            while got < 100 * 100_011:  # each reply is $100000\r\n + 100,000 bytes + \r\n
                 data = s.recv(1 << 20)
                 assert data
                 got += len(data)

@@ -398,6 +398,8 @@ def _store_locked_gives_misconf_then_recovers(node: Node) -> None:
         with pytest.raises(redis.ResponseError, match="^MISCONF Errors writing to the SQLite store at"):
             r.set("during", "1")
         assert r.get("before") == b"1"  # reads go on
+        # durable: the write told MISCONF is not applied (buffered mode keeps acknowledged writes)
+        assert r.get("during") is None
         with pytest.raises(redis.ResponseError, match="^MISCONF"):
             r.set("refused", "1")
         assert r.info("persistence")["store_status"] == "err"
@@ -414,7 +416,7 @@ def _store_locked_gives_misconf_then_recovers(node: Node) -> None:
             time.sleep(0.2)
     node.restart(signal.SIGKILL)
     assert node.r.get("after") == b"1"
-    assert node.r.get("refused") is None
+    assert node.r.get("refused") is None and node.r.get("during") is None
     assert node.r.get("before") == b"1"
 
 
@@ -454,9 +456,9 @@ def test_store_is_plain_sqlite(node: Node) -> None:
     node.r.save()
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
     try:
-        # version 3: small hashes are one row (version 4: small lists too, streams in chunks;
-        # version 5: a keys row may carry a BullMQ job's state and score)
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("5",)
+        # version 3: small hashes are one row (version 4: small lists too, streams in chunks; 5: large strings in
+        # chunks; 6: a keys row may carry a BullMQ job's state and score)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("6",)
         typ, blob = conn.execute("SELECT type, value FROM keys WHERE key=?", (b"h",)).fetchone()
         assert typ == "hash"
         assert msgpack.unpackb(blob, raw=True) == [False, {b"f": b"v"}]
@@ -603,7 +605,7 @@ def test_version_2_store_with_field_rows_loads() -> None:
         r.hset("h", "c", "3")  # journaled as rows, as the store holds it
         r.save()
         conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("5",)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("6",)
         assert conn.execute("SELECT count(*) FROM hash_fields").fetchone() == (3,)
         conn.close()
         r.close()
@@ -855,7 +857,7 @@ def test_version_3_stream_rows_load_and_become_chunks() -> None:
         r.xadd("old", {"f": "4"}, id="4-0")
         r.save()
         conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("5",)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("6",)
         assert conn.execute("SELECT key, count(*) FROM stream_entries GROUP BY key").fetchall() == [(b"kept", 3)]
         # the XDEL's commit rewrote it whole (one chunk), the XADD's appended one
         assert conn.execute("SELECT count(*) FROM stream_chunks WHERE key=?", (b"old",)).fetchone() == (2,)

@@ -63,7 +63,7 @@ _ZSET = b"zset"
 
 
 def enabled() -> bool:
-    """Job rows are on unless ``RESPQUEUE_JOB_ROWS=off`` (the generic layout of schema version 4)."""
+    """Job rows are on unless ``RESPQUEUE_JOB_ROWS=off`` (the generic layout of schema versions 4 and 5)."""
     return os.environ.get("RESPQUEUE_JOB_ROWS", "on").lower() not in ("off", "0", "no", "false")
 
 
@@ -350,7 +350,7 @@ class JobLayout:
              stored: dict[tuple[int, bytes], bytes]) -> int:
         """Rebuild the job-row containers from the rows that name them; returns how many were loaded.
 
-        Containers stored generically (a store of schema version 4, or one that fell back) are marked
+        Containers stored generically (a store of schema version 4 or 5, or one that fell back) are marked
         for a rewrite, so the first batch turns them into job rows if they qualify."""
         now = mstime()
         ndb = len(dbs)
@@ -436,7 +436,7 @@ class JobLayout:
                 dirty[(dbi, lk)] = False
                 dirty.setdefault((dbi, jk), False)
         self.dbs = dbs
-        # generic state containers (written by schema version 4, or fallen back): rewrite them, as
+        # generic state containers (written by schema version 4 or 5, or fallen back): rewrite them, as
         # job rows where they qualify, in the first batch
         for k in generic:
             v = dbs[k[0]].data.get(k[1])

@@ -2,6 +2,7 @@
 
     python -m interop.bench.bullmq [--quick] [--jobs N] [--rounds R] [--only add,process]
                                    [--durability durable|buffered|memory] [--redis-aof always|everysec|no]
+                                   [--client-dir interop/bullmq5] [--respqueue-args '--native-scripts off']
 
 Workloads (interop/bench/bullmq_bench.js):
     add       Queue.add with 50 calls in flight
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -34,6 +36,16 @@ from .common import Proc, machine, start_redis, start_respqueue
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "bullmq_bench.js")
 WORKLOADS = ["add", "addbulk", "process", "latency"]
+#: the folder whose node_modules holds the bullmq release the driver uses (--client-dir)
+CLIENT_DIR = [os.path.dirname(HERE)]
+
+
+def client_version(client_dir: str) -> str:
+    try:
+        with open(os.path.join(client_dir, "node_modules", "bullmq", "package.json")) as f:
+            return str(json.load(f)["version"])
+    except (OSError, ValueError, KeyError):
+        return "?"
 
 
 @dataclass
@@ -73,8 +85,9 @@ def run_driver(srv: Proc, workload: str, params: list[str], timeout: float = 180
     """Run the Node driver once against ``srv``; return its result, the server CPU seconds spent
     between its MARK start and MARK end, and how many of them its child processes spent."""
     flushall(srv.port)
+    env = {**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]}
     p = subprocess.Popen(["node", DRIVER, str(srv.port), workload, *params, "--sync"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
     killer = threading.Timer(timeout, p.kill)
     killer.start()
     cpu0 = cpu1 = (0.0, 0.0)
@@ -138,15 +151,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="respqueue --durability (default: the server's default, durable)")
     ap.add_argument("--redis-aof", default="no", choices=("always", "everysec", "no"),
                     help="Redis appendonly yes with this appendfsync (default: no persistence)")
+    ap.add_argument("--client-dir", default=CLIENT_DIR[0],
+                    help="folder whose node_modules holds the bullmq to drive (default interop/; "
+                         "interop/bullmq5 for BullMQ 5.x)")
+    ap.add_argument("--respqueue-args", default="", help="extra respqueue flags, e.g. '--native-scripts off'")
     a = ap.parse_args(argv)
-    if shutil.which("node") is None or not os.path.isdir(os.path.join(HERE, "..", "node_modules", "bullmq")):
-        print("needs node and `npm ci` in interop/", file=sys.stderr)
+    CLIENT_DIR[0] = os.path.abspath(a.client_dir)
+    if shutil.which("node") is None or not os.path.isdir(os.path.join(CLIENT_DIR[0], "node_modules", "bullmq")):
+        print(f"needs node and `npm ci` in {CLIENT_DIR[0]}", file=sys.stderr)
         return 2
     jobs = 2_000 if a.quick and a.jobs == 20_000 else a.jobs
     rounds = 1 if a.quick else a.rounds
     workloads = [w for w in a.only.split(",") if w] or WORKLOADS
     rd: Proc = start_redis(*redis_aof_flags(a.redis_aof))
-    rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []))
+    rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []), *shlex.split(a.respqueue_args))
     results: dict[str, dict[str, Totals]] = {}
     raw: list[dict] = []
     try:
@@ -178,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(raw, f, indent=1)
     print()
     print(f"machine: {machine()}; Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}, "
-          f"bullmq 6.7.0 + ioredis; {rounds} round(s) per server, alternating; "
+          f"bullmq {client_version(CLIENT_DIR[0])} + ioredis; {rounds} round(s) per server, alternating; "
+          f"respqueue flags: {a.respqueue_args or 'none'}; "
           f"respqueue durability: {a.durability or 'default (durable)'}; redis: "
           f"{'no persistence' if a.redis_aof == 'no' else 'appendonly yes, appendfsync ' + a.redis_aof}")
     print("| workload | jobs/run | respqueue jobs/s | redis jobs/s | respqueue/redis | respqueue CPU s/1000 jobs | redis CPU s/1000 jobs |")

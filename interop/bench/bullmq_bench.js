@@ -18,7 +18,9 @@
 const path = require('path');
 const readline = require('readline');
 const { performance } = require('perf_hooks');
-const { Queue, Worker } = require(path.join(__dirname, '..', 'node_modules', 'bullmq'));
+// BULLMQ_CLIENT_DIR: a folder whose node_modules holds the bullmq release to drive (default interop/)
+const clientDir = process.env.BULLMQ_CLIENT_DIR || path.join(__dirname, '..');
+const { Queue, Worker } = require(require.resolve('bullmq', { paths: [path.resolve(clientDir)] }));
 
 function parseArgs(argv) {
   const [port, workload, ...rest] = argv;

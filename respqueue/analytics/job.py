@@ -100,6 +100,12 @@ def resolve_source(src: str, tmp: str) -> str:
 
     if src.startswith("s3://"):
         return download_s3(src, os.path.join(tmp, "s3"))
+    from respqueue.history_export import export_shards, shard_stores
+
+    if shard_stores(src):  # a sharded data directory (serve --shards): every shard's store
+        dest = os.path.join(tmp, "snapshot")
+        export_shards(src, dest, incremental=False, settle_ms=0)
+        return dest
     if os.path.isfile(src) or os.path.isfile(os.path.join(src, DB_FILE)):
         dest = os.path.join(tmp, "snapshot")
         export_history(src, dest, incremental=False, settle_ms=0)

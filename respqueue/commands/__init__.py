@@ -16,7 +16,9 @@ MODULES = (
     "server",
     "scripting",
     "acl",
+    "cluster",
 )
 
 for _m in MODULES:
     import_module(f"{__name__}.{_m}")
+import_module("respqueue.replication.commands")  # REPLICAOF, REPLCONF, PSYNC

@@ -132,7 +132,7 @@ def hello(c: Any, argv: list[bytes]) -> Any:
         b"version": REDIS_VERSION.encode(),
         b"proto": ver,
         b"id": c.id,
-        b"mode": b"standalone",
+        b"mode": b"standalone" if c.server.cluster is None else b"cluster",
         b"role": b"master",
         b"modules": [],
     }
@@ -143,6 +143,8 @@ def select(c: Any, argv: list[bytes]) -> Any:
     idx = str2int(argv[1])
     if idx is None:
         raise NOT_INTEGER
+    if idx != 0 and c.server.cluster is not None:
+        raise RedisError("ERR SELECT is not allowed in cluster mode")
     if idx < 0 or idx >= len(c.server.dbs):
         raise DB_INDEX_OUT_OF_RANGE
     c.select(idx)
@@ -350,7 +352,10 @@ def client_kill(c: Any, argv: list[bytes]) -> Any:
                 ok = getattr(x, "user", None) is server.acl.get(val)
             elif opt == b"type":
                 t = val.lower()
-                ok = (t == b"pubsub") == bool(x.channels or x.patterns) and t in (b"normal", b"pubsub")
+                if getattr(x, "repl_slave", None) is not None:
+                    ok = t in (b"slave", b"replica")  # a replica's link (replication/master.py)
+                else:
+                    ok = (t == b"pubsub") == bool(x.channels or x.patterns) and t in (b"normal", b"pubsub")
             if not ok:
                 break
         if ok:

@@ -109,6 +109,8 @@ def copy(c: Any, argv: list[bytes]) -> Any:
         else:
             raise SYNTAX
         i += 1
+    if c.server.cluster is not None and dstdb is not c.db:
+        raise RedisError("ERR Copying to another database is not allowed in cluster mode")
     if src == dst and dstdb is c.db:
         raise RedisError("ERR source and destination objects are the same")
     v = c.db.lookup(src)
@@ -129,6 +131,8 @@ def copy(c: Any, argv: list[bytes]) -> Any:
 
 @command("move", 3, "write fast", 1, 1, 1, group="keyspace")
 def move(c: Any, argv: list[bytes]) -> Any:
+    if c.server.cluster is not None:
+        raise RedisError("ERR MOVE is not allowed in cluster mode")
     idx = str2int(argv[2])
     if idx is None:
         raise NOT_INTEGER
@@ -152,6 +156,8 @@ def move(c: Any, argv: list[bytes]) -> Any:
 
 @command("swapdb", 3, "write fast", group="keyspace")
 def swapdb(c: Any, argv: list[bytes]) -> Any:
+    if c.server.cluster is not None:
+        raise RedisError("ERR SWAPDB is not allowed in cluster mode")
     a, b = str2int(argv[1]), str2int(argv[2])
     if a is None:
         raise RedisError("ERR invalid first DB index")

@@ -306,6 +306,9 @@ def publish_message(c: Any, channel: bytes, message: bytes) -> int:
 
 @command("publish", 3, "loading stale fast", group="pubsub")
 def publish(c: Any, argv: list[bytes]) -> Any:
+    cluster = c.server.cluster
+    if cluster is not None and len(cluster.nodes) > 1:
+        cluster.bus.publish(argv[1], argv[2])  # the other nodes' subscribers (respqueue/cluster/bus.py)
     return publish_message(c, argv[1], argv[2])
 
 

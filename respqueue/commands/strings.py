@@ -301,6 +301,9 @@ def append(c: Any, argv: list[bytes]) -> Any:
     new = argv[2] if v is None else v + argv[2]
     if len(new) > _MAX_STRING:
         raise RedisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    j = c.server.journal
+    if j is not None and v is not None:
+        j.string_range(db, argv[1], v, new, len(v), len(new))  # a large string: only its last chunks are written
     db.set(argv[1], new, keepttl=True)
     if v is not None:
         mark_encoding(db, argv[1], new, b"raw")
@@ -358,7 +361,7 @@ def setrange(c: Any, argv: list[bytes]) -> Any:
         raise RedisError("ERR offset is out of range")
     val = argv[3]
     db = c.db
-    v = db.lookup_string(argv[1])
+    v = old = db.lookup_string(argv[1])
     if v is None:
         if not val:
             return 0
@@ -367,9 +370,18 @@ def setrange(c: Any, argv: list[bytes]) -> Any:
         return len(v)
     if off + len(val) > _MAX_STRING:
         raise RedisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
-    if len(v) < off:
-        v = v + b"\x00" * (off - len(v))
-    new = v[:off] + val + v[off + len(val) :]
+    # one copy of the result (bytes(n) is calloc'ed: the padding costs no pass of its own)
+    if len(v) <= off:
+        new = b"".join((v, bytes(off - len(v)), val)) if len(v) < off else v + val
+    else:
+        mv = memoryview(v)  # slices without copies: the join makes the one copy
+        new = b"".join((mv[:off], val, mv[off + len(val) :]))
+        mv.release()
+    j = c.server.journal
+    if j is not None:
+        # a large string: only the chunks in the changed range are written (a new key: the bytes
+        # before ``off`` are zeros, which have no rows)
+        j.string_range(db, argv[1], old, new, off if old is None else min(off, len(old)), off + len(val))
     db.set(argv[1], new, keepttl=True)
     mark_encoding(db, argv[1], new, b"raw")
     return len(new)

@@ -22,7 +22,7 @@ import msgpack
 
 from ..resp import RedisError
 from ..stats import LATENCY_BOUNDS_S, SIZE_BOUNDS, Histogram
-from .store import ALL_TABLES, ELEMENT_TABLES, Store
+from .store import ALL_TABLES, ELEMENT_TABLES, STRING_CHUNK, Store
 
 if TYPE_CHECKING:
     from ..keyspace import Database
@@ -80,6 +80,13 @@ _LIST = b"list"
 # items each come and go within a batch or two, is then one row per batch instead of two per
 # job. A bigger list has a row per item in list_items (and keys.value NULL), for good.
 LIST_COMPACT_MAX = 128
+# A string longer than STRING_CHUNK is stored in chunks (string_chunks rows, see store.py); APPEND and
+# SETRANGE note the byte range they changed (Journal.string_range), so a batch rewrites only the
+# chunks in it. A chunk of zero bytes has no row.
+_STRING = b"string"
+_ZERO_CHUNK = bytes(STRING_CHUNK)
+_SCHUNK_UPSERT = "INSERT OR REPLACE INTO string_chunks(db, key, idx, data) VALUES(?,?,?,?)"
+_SCHUNK_DEL = "DELETE FROM string_chunks WHERE db=? AND key=? AND idx=?"
 _pack = msgpack.Packer(use_bin_type=True).pack
 _TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
 
@@ -136,6 +143,7 @@ class Journal:
         # connections holding output, in the order they first held it: released in
         # that order, as their replies would have been written
         self.waiters: dict[Any, None] = {}
+        self.hold_max = 0  # the last batch a connection holds output for
         self.last_commit_time = time.time()
         self.commits = 0
         self.commit_errors = 0
@@ -149,18 +157,63 @@ class Journal:
         # rows appended to the open batch besides the keyspace's (job history): sql -> params
         self.row_ops: dict[str, list[Any]] = {}
         self.batch_hooks: list[Any] = []  # called before a batch is built
+        # durable mode: the keys of the batch being built (dicts taken from ``dirty``) and whether it
+        # flushed or swapped a database; those of the batch in flight (rolled back if it fails)
+        self.batch_keys: list[dict[tuple[int, bytes], Any]] = []
+        self.batch_whole = False
+        self.inflight_keys: list[dict[tuple[int, bytes], Any]] = []
+        self.inflight_whole = False
+        # chunked strings: (db, key) -> the value object whose content the store's chunks hold (as of
+        # the batches handed over), and the byte range [lo, hi) by which the key's value differs from
+        # it through APPEND/SETRANGE in the open batch, with the value that range leads to
+        self.str_written: dict[tuple[int, bytes], bytes] = {}
+        self.ranges: dict[tuple[int, bytes], tuple[int, int, bytes, bool]] = {}
         self.close_hooks: list[Any] = []  # called when the journal closes
         # a layout codec for keys of a known shape (compat/engine/layout.py: BullMQ jobs as one row
         # each): ``before`` sees a batch's dirty keys first, ``stamp`` splits its keys rows
         self.layout: Any = None
 
     def start(self) -> None:
+        self.adopt_strings(None)
         self.loop = asyncio.get_running_loop()
         self.store.start_writer(self._done, self.loop)
         if self.dirty:  # keys found expired at load: delete them from the file
             self._schedule()
 
+    def adopt_strings(self, keys: Any) -> None:
+        """The chunked strings among ``keys`` (None: all keys) just loaded from the store: their values
+        are what the store holds (so a later APPEND/SETRANGE writes only the chunks it changes)."""
+        dbs = self.server.dbs
+        sw = self.str_written
+        stored = self.stored
+        if keys is None:
+            keys = [k for k, t in stored.items() if t == _STRING]
+        for k in keys:
+            if stored.get(k) == _STRING:
+                v = dbs[k[0]].data.get(k[1])
+                if type(v) is bytes:
+                    sw[k] = v
+
     # ---- hooks called by the keyspace -------------------------------------
+    def string_range(self, db: Database, key: bytes, old: bytes | None, new: bytes, lo: int, hi: int) -> None:
+        """APPEND/SETRANGE changed ``key``'s value ``old`` (None: the key was absent, and the bytes of
+        ``new`` outside [lo, hi) are zeros) into ``new`` within bytes [lo, hi) (and grew it to
+        ``len(new)``); called before the change is noted (``Database.modified``)."""
+        if len(new) <= STRING_CHUNK:
+            return
+        k = (db.index, key)
+        ranges = self.ranges
+        prev = ranges.get(k)
+        if prev is not None:
+            if prev[2] is old:
+                ranges[k] = (min(lo, prev[0]), max(hi, prev[1]), new, prev[3])
+            else:  # changed by something else since: the batch rewrites the whole value
+                del ranges[k]
+        elif old is None:
+            ranges[k] = (lo, hi, new, True)
+        elif self.str_written.get(k) is old:
+            ranges[k] = (lo, hi, new, False)
+
     def key_changed(self, db: Database, key: bytes, created: bool = False) -> None:
         self.dirty.setdefault((db.index, key), created)
         self.changes += 1
@@ -173,10 +226,12 @@ class Journal:
 
     def db_flushed(self, db: Database) -> None:
         self._materialize(self.pending)
+        self.batch_whole = True
         i = db.index
         for t in ALL_TABLES:
             self.pending.append((f"DELETE FROM {t} WHERE db=?", (i,), False))  # noqa: S608
         self.stored = {k: v for k, v in self.stored.items() if k[0] != i}
+        self.str_written = {k: v for k, v in self.str_written.items() if k[0] != i}
         if self.layout is not None:
             self.layout.flushed(i)
         self.changes += 1
@@ -185,6 +240,7 @@ class Journal:
 
     def dbs_swapped(self, a: Database, b: Database) -> None:
         self._materialize(self.pending)
+        self.batch_whole = True
         ia, ib = a.index, b.index
         for t in ALL_TABLES:
             self.pending.append((f"UPDATE {t} SET db=-1 WHERE db=?", (ia,), False))  # noqa: S608
@@ -192,6 +248,7 @@ class Journal:
             self.pending.append((f"UPDATE {t} SET db=? WHERE db=-1", (ib,), False))  # noqa: S608
         swap = {ia: ib, ib: ia}
         self.stored = {(swap.get(k[0], k[0]), k[1]): v for k, v in self.stored.items()}
+        self.str_written = {(swap.get(k[0], k[0]), k[1]): v for k, v in self.str_written.items()}
         if self.layout is not None:
             self.layout.swapped(ia, ib)
         # the containers moved with their data: re-key the attached ones
@@ -250,6 +307,7 @@ class Journal:
         """``conn`` wrote in the open batch: it waits for that batch's commit,
         whose id is returned (its output is tagged with it)."""
         self.waiters[conn] = None
+        self.hold_max = self.open_id
         if not self.scheduled:
             self._schedule()
         return self.open_id
@@ -265,7 +323,7 @@ class Journal:
             self._due = True
             return
         self._due = False
-        if not self.dirty and not self.pending and not self.waiters and not self.row_ops:
+        if not self.dirty and not self.pending and self.hold_max <= self.committed_id and not self.row_ops:
             self._notify_idle()
             return
         ops = self.pending
@@ -280,6 +338,13 @@ class Journal:
         self.busy = True
         self.inflight = (bid, ops, self.changes)
         self.changes = 0
+        self.inflight_keys = self.batch_keys
+        self.inflight_whole = self.batch_whole
+        self.batch_keys = []
+        self.batch_whole = False
+        repl = self.server.repl
+        if repl is not None and repl.backlog is not None:
+            repl.on_submit(bid, ops)  # the batch is a frame of the replication stream
         self.store.submit(bid, ops)
 
     def poll(self) -> None:
@@ -300,10 +365,21 @@ class Journal:
             if server.write_refused is None:
                 log.error("cannot write to the store %s: %s; refusing writes until it recovers", self.store.path, msg)
             server.write_refused = RedisError(MISCONF.format(path=self.store.path, err=msg))
-            self.failed_ops = inflight[1] if inflight else []
-            if inflight is not None:
-                self.changes += inflight[2]
-            self._release(bid, server.write_refused)
+            if server.repl is not None:
+                server.repl.on_failed(bid)  # that batch is no frame of the replication stream
+            if self.durable:
+                # the writes of this batch, and those made since, were or will be answered MISCONF:
+                # put their keys back to what the store holds, and retry only to learn when the
+                # store is writable again
+                self._rollback()
+                self.failed_ops = []
+                self._release(self.open_id, server.write_refused)
+            else:
+                # buffered: these writes were acknowledged; they stay and the retry commits them
+                self.failed_ops = inflight[1] if inflight else []
+                if inflight is not None:
+                    self.changes += inflight[2]
+                self._release(bid, server.write_refused)
             self._notify_idle()
             assert self.loop is not None
             self.loop.call_later(1.0, self._retry)
@@ -315,13 +391,16 @@ class Journal:
         self.committed_id = bid
         self.last_commit_time = time.time()
         server.lastsave = int(self.last_commit_time)
-        if server.write_refused is not None:
+        if server.write_refused is not None and self.last_error is not None:
             log.warning("the store %s is writable again; accepting writes", self.store.path)
-            server.write_refused = None
+            server.write_refused = server.repl.refusal() if server.repl is not None else None
             self.last_error = None
+        repl = server.repl
+        if repl is not None and repl.backlog is not None:
+            repl.on_commit(bid)  # the frame goes to the replicas
         if self.waiters:
-            self._release(bid, None)
-        if self.dirty or self.pending or self.waiters or self.row_ops:
+            self._release(repl.release_bid(bid) if repl is not None and repl.ack_n else bid, None)
+        if self.dirty or self.pending or self.hold_max > bid or self.row_ops:
             # durable: the next batch goes at once (group commit). buffered: only if its time
             # came while this commit ran; otherwise its timer (armed by its first change) sends
             # it, so batches hold --buffer-ms of changes even when the writer is quick
@@ -337,9 +416,49 @@ class Journal:
         self.failed_ops = None
         ops = ops + self.pending
         self.pending = []
+        if self.durable:
+            # a row written whatever else the batch holds: a full disk fails it
+            ops.append(("INSERT OR REPLACE INTO meta(name, value) VALUES('last_write_check', ?)",
+                        (str(int(time.time() * 1000)),), False))
         self._materialize(ops)
         self._take_rows(ops)
         self._submit(ops)
+
+    def _rollback(self) -> None:
+        """Durable mode, a commit failed: the keys changed by the failed batch and since go back to
+        their committed values (see rollback.py); the open batch's rows are dropped. If the store
+        cannot even be read, the server stops rather than serve data it told clients it did not write."""
+        from .rollback import restore
+
+        whole = self.inflight_whole or self.batch_whole
+        keys: set[tuple[int, bytes]] = set()
+        for d in self.inflight_keys:
+            keys.update(d)
+        for d in self.batch_keys:
+            keys.update(d)
+        keys.update(self.dirty)
+        self.inflight_keys = []
+        self.batch_keys = []
+        self.inflight_whole = self.batch_whole = False
+        self.dirty = {}
+        self.pending = []
+        self.row_ops = {}
+        self.ranges = {}
+        self.changes = 0
+        if not keys and not whole:
+            return
+        t0 = time.perf_counter()
+        try:
+            n = restore(self.server, self, None if whole else keys)
+        except Exception as e:  # noqa: BLE001 - cannot reconcile: stop (the store is the truth)
+            log.critical("cannot read back the store %s after a failed commit (%s): stopping, so that no "
+                         "client reads data it was told was not written; restart once the store is readable",
+                         self.store.path, e)
+            import os
+
+            os._exit(70)
+        log.warning("failed commit: %s keys put back to their values in the store (%d present), %.1f ms",
+                    "all" if whole else len(keys), n, (time.perf_counter() - t0) * 1000)
 
     def _release(self, bid: int, error: RedisError | None) -> None:
         errb = None if error is None else b"-" + error.msg + b"\r\n"
@@ -390,10 +509,13 @@ class Journal:
             return
         dirty = self.dirty
         self.dirty = {}
+        if self.durable:
+            self.batch_keys.append(dirty)
         dbs = self.server.dbs
         stored = self.stored
         ver = self.open_id
         append = ops.append
+        sw = self.str_written
         # the keys rows of the batch go last, as one executemany each (each key is in ``dirty``
         # once, so their order among themselves does not matter)
         kdel: list[tuple[int, bytes]] = []
@@ -406,6 +528,8 @@ class Journal:
             db = dbs[dbi]
             v = db.data.get(key)
             if v is None:
+                if sw:
+                    sw.pop(k, None)
                 old = stored.pop(k, None)
                 if old is not None:
                     _drop_rows(append, old, k)
@@ -415,11 +539,19 @@ class Journal:
                 continue
             exp = db.expires.get(key) if db.expires else None
             if type(v) is bytes:
+                if len(v) > STRING_CHUNK:
+                    self._big_string(append, k, v)
+                    kup.append((dbi, key, "string", exp, ver, len(v)))
+                    continue
+                if sw:
+                    sw.pop(k, None)
                 old = stored.pop(k, None)
                 if old is not None:
                     _drop_rows(append, old, k)
                 kup.append((dbi, key, "string", exp, ver, v))
                 continue
+            if sw:
+                sw.pop(k, None)
             rt = v.rtype
             old = stored.get(k)
             if old == _JOBS:  # kept as job rows (see compat/engine/layout.py): no element rows
@@ -465,6 +597,8 @@ class Journal:
                     self._ops(ops, dbi, key, rt, dict(jlog), jlog)
             meta = stream_meta(v) if rt == _STREAM else None
             kup.append((dbi, key, _TYPE_NAME[rt], exp, ver, meta))
+        if self.ranges:
+            self.ranges = {}  # (every key with a range was in ``dirty``)
         if kdel:
             append((_KEY_DEL, kdel, True))
         if kup:
@@ -474,6 +608,59 @@ class Journal:
                     append((layout.upsert_sql, jobs, True))
             if kup:
                 append((_KEY_UPSERT, kup, True))
+
+    def _big_string(self, append: Any, k: tuple[int, bytes], v: bytes) -> None:
+        """Rows for a string longer than STRING_CHUNK: only the chunks an APPEND/SETRANGE changed when
+        the store holds the key's chunks and the change is known (see string_range), else every
+        chunk (those of zero bytes have no row)."""
+        stored = self.stored
+        sw = self.str_written
+        r = self.ranges.pop(k, None) if self.ranges else None
+        old = stored.get(k)
+        fresh = r is not None and r[3] and r[2] is v  # made from nothing: zeros outside the range
+        if old == _STRING and not fresh:
+            base = sw.get(k)
+            if base is v:
+                return  # the value did not change (a TTL did): the keys row only
+            if base is not None and r is not None and r[2] is v:
+                self._string_range_rows(append, k, v, r[0], r[1], True)
+                sw[k] = v
+                return
+        if old is not None:
+            del stored[k]
+            _drop_rows(append, old, k)
+        stored[k] = _STRING
+        sw[k] = v
+        if fresh:
+            assert r is not None
+            self._string_range_rows(append, k, v, r[0], r[1], False)
+            return
+        rows = _string_chunk_rows(k[0], k[1], v)
+        if rows:
+            append((_SCHUNK_UPSERT, rows, True))
+
+    @staticmethod
+    def _string_range_rows(append: Any, k: tuple[int, bytes], v: bytes, lo: int, hi: int, stored: bool) -> None:
+        """Rows for the chunks of ``v`` that hold bytes [lo, hi): upserts, and for a chunk of zero bytes a
+        delete (``stored``: the store may hold a row for it) or nothing."""
+        dbi, key = k
+        ups = []
+        dels = []
+        C = STRING_CHUNK
+        n = len(v)
+        for i in range(lo // C, (max(hi, lo + 1) - 1) // C + 1):
+            off = i * C
+            if off >= n:
+                break
+            if v.startswith(_ZERO_CHUNK, off) or (n - off < C and v.count(0, off) == n - off):
+                if stored:
+                    dels.append((dbi, key, i))
+            else:
+                ups.append((dbi, key, i, v[off:off + C]))
+        if dels:
+            append((_SCHUNK_DEL, dels, True))
+        if ups:
+            append((_SCHUNK_UPSERT, ups, True))
 
     def _full(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any, rt: bytes) -> None:
         if rt == b"hash":
@@ -542,6 +729,23 @@ def _drop_rows(append: Any, old: bytes, k: tuple[int, bytes]) -> None:
     append((sql, k, False))
     if old == _STREAM:
         append((_STREAM_LEGACY_DEL, k, False))
+
+
+def _string_chunk_rows(dbi: int, key: bytes, v: bytes) -> list[Any]:
+    """string_chunks rows for the whole value ``v``; chunks of zero bytes have none (a string made by
+    SETRANGE far past its end is mostly zeros)."""
+    C = STRING_CHUNK
+    n = len(v)
+    rows = []
+    zero = _ZERO_CHUNK
+    for off in range(0, n, C):
+        if n - off >= C:
+            if v.startswith(zero, off):
+                continue
+        elif v.count(0, off) == n - off:
+            continue
+        rows.append((dbi, key, off // C, v[off:off + C]))
+    return rows
 
 
 def _chunk_rows(dbi: int, key: bytes, flat: list[Any], chunks: list[int]) -> list[Any]:

@@ -21,6 +21,7 @@ from ..types.list import List
 from ..types.set import Set
 from ..types.stream import Consumer, Group, Nack, Stream
 from ..types.zset import ZSet
+from .store import STRING_CHUNK
 
 _KEY = itemgetter(0, 1)
 _FIRST = itemgetter(0)
@@ -70,7 +71,8 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     for dbi, db in enumerate(dbs):
         before = len(db.data)
         db.data.update(conn.execute(
-            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'", (dbi,)))
+            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'"
+            " AND typeof(value) <> 'integer'", (dbi,)))
         loaded += len(db.data) - before
     # small hashes are one row each (keys.value, see journal.COMPACT_MAX_FIELDS): built in bulk too
     for dbi, db in enumerate(dbs):
@@ -84,9 +86,11 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
                 break
             db.data.update(zip(map(_FIRST, rows), map(_from_blob, map(_SECOND, rows)), strict=True))
         loaded += len(db.data) - before
+    # (this scan also finds the strings stored in chunks, schema version 5: keys.value holds their
+    # length, an INTEGER; no scan of its own)
     rows = conn.execute(
-        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND type <> 'string'"
-        " AND (type <> 'hash' OR value IS NULL) AND db >= 0 AND db < ?",
+        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND db >= 0 AND db < ? AND"
+        " ((type <> 'string' AND (type <> 'hash' OR value IS NULL)) OR (type = 'string' AND typeof(value) = 'integer'))",
         (ndb,)).fetchall()
     metas.update(zip(map(_KEY, rows), map(_TYPE_VALUE, rows), strict=True))
     del rows
@@ -95,17 +99,29 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     ):
         if exp <= now:
             expired.append((dbi, key))
-            if typ != "string":
+            if typ != "string" or type(value) is int:
                 stored[(dbi, key)] = typ.encode()
             continue
         db = dbs[dbi]
         db.expires[key] = exp
         db.expire_heap.append((exp, key))
-        if typ == "string":
+        if typ == "string" and type(value) is not int:
             db.data[key] = bytes(value)
             loaded += 1
         else:
             metas[(dbi, key)] = (typ, value)
+    # strings stored in chunks: reassembled, the chunks without a row being zero bytes
+    for k in [k for k, m in metas.items() if m[0] == "string"]:
+        n = metas.pop(k)[1]
+        buf = bytearray(n)
+        for idx, data in conn.execute("SELECT idx, data FROM string_chunks WHERE db = ? AND key = ?", k):
+            off = idx * STRING_CHUNK
+            if off < n:
+                buf[off:off + len(data)] = data if off + len(data) <= n else data[:n - off]
+        dbs[k[0]].data[k[1]] = bytes(buf)
+        del buf
+        stored[k] = b"string"
+        loaded += 1
     for db in dbs:
         if db.expire_heap:
             heapq.heapify(db.expire_heap)

@@ -23,7 +23,7 @@ from compat.history_schema import HISTORY_DDL
 
 from . import writer as _writer
 from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
-from .writer import frame as writer_frame
+from .writer import frame_parts as writer_frame_parts
 from .writer import unpack as unpack_frame
 
 writer_script = _writer.__file__
@@ -33,7 +33,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -44,7 +44,12 @@ ELEMENT_TABLES: dict[bytes, str] = {
     b"zset": "zset_members",
     b"list": "list_items",
     b"stream": "stream_chunks",
+    b"string": "string_chunks",
 }
+# a string longer than this is stored in chunks of this size (schema version 5), string_chunks rows
+# keyed by (db, key, idx), idx the chunk's number (offset idx * STRING_CHUNK); keys.value holds the
+# length (an INTEGER), and a chunk of zero bytes has no row (SETRANGE far past the end writes one row)
+STRING_CHUNK = 65536
 
 _SCHEMA_V1 = [
     "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID",
@@ -73,11 +78,18 @@ _SCHEMA_V4 = [
     " seq INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
 ]
 
-# version 5: a keys row may carry a state and a score (a BullMQ job kept as one row, its state
+# version 5: a string longer than STRING_CHUNK is stored in chunks (keys.value = its length, an
+# INTEGER); shorter ones, and every string of an earlier version, stay one row (keys.value = the value)
+_SCHEMA_V5 = [
+    "CREATE TABLE IF NOT EXISTS string_chunks(db INTEGER NOT NULL, key BLOB NOT NULL, idx INTEGER NOT NULL,"
+    " data BLOB NOT NULL, PRIMARY KEY(db, key, idx)) WITHOUT ROWID",
+]
+
+# version 6: a keys row may carry a state and a score (a BullMQ job kept as one row, its state
 # containers rebuilt from those rows: compat/engine/layout.py) and its lock key's value and expiry
 # (lock, lock_ms: the job's `<job key>:lock`, then without a row of its own); NULL for every other row, so a
-# version 4 store is valid as it is (its containers are rewritten as job rows when first written)
-_SCHEMA_V5 = [
+# version 4 or 5 store is valid as it is (its containers are rewritten as job rows when first written)
+_SCHEMA_V6 = [
     "ALTER TABLE keys ADD COLUMN state BLOB",
     "ALTER TABLE keys ADD COLUMN score REAL",
     "ALTER TABLE keys ADD COLUMN lock BLOB",
@@ -87,11 +99,12 @@ _SCHEMA_V5 = [
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5, 6: _SCHEMA_V6}
 HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
 
-_LATER_TABLES = ("stream_chunks",)  # keyspace tables that stores of an earlier schema version lack
-ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries")
+_LATER_TABLES = ("stream_chunks", "string_chunks")  # keyspace tables that stores of an earlier schema version lack
+ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries",
+              "string_chunks")
 
 
 class StoreError(Exception):
@@ -161,11 +174,23 @@ class Store:
         self.lock()
         self._wait_for_old_writer()
         try:
+            if os.path.exists(self.path):
+                # never a fresh schema on top of an existing file: an empty file or another
+                # SQLite database is not a store to start empty from (Redis aborts on a 0-byte dump)
+                not_a_store(self.path)
+            else:
+                create_store(self.path)
             self.conn = open_connection(self.path, self.synchronous)
             migrate(self.conn, self.path)
         except sqlite3.DatabaseError as e:
             self.unlock()
             raise StoreError(f"cannot open the store {self.path}: {e}; {remedy(self.path)}") from None
+        except StoreError:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
@@ -217,13 +242,15 @@ class Store:
             child = self._child
         assert child is not None and child.stdin is not None
         try:
-            data = writer_frame([batch_id, ops])
+            head, data = writer_frame_parts([batch_id, ops])
         except Exception as e:  # noqa: BLE001 - a value msgpack cannot carry: the batch fails, visibly
             assert self._done is not None
             self._done(batch_id, StoreWriteError(f"cannot hand the batch to the writer ({e})"), 0.0)
             return
         self._inflight = batch_id
         try:
+            # header and payload written apart: a big batch (a large string's chunks) is not copied again
+            child.stdin.write(head)
             child.stdin.write(data)
             child.stdin.flush()
         except (OSError, ValueError) as e:
@@ -358,6 +385,59 @@ class Store:
             src.close()
 
 
+def empty_store(path: str) -> str:
+    return (f"the store {path} is an empty file (0 bytes), not a respqueue store; refusing to start on it. "
+            f"If it should hold your data, restore it from a backup; {remedy(path)}; "
+            f"or remove the file to start with an empty store")
+
+
+def foreign_store(path: str) -> str:
+    return (f"the store {path} is a SQLite database but not a respqueue store (it has no schema_version); "
+            f"refusing to start on it. Point --dir at the right directory, {remedy(path)}, "
+            f"or remove the file to start with an empty store")
+
+
+def not_a_store(path: str) -> None:
+    """StoreError when the existing file ``path`` is empty (SQLite would take it for a new database) or
+    a SQLite database without respqueue's schema; read only, so the file is left as it is."""
+    if os.path.getsize(path) == 0:
+        raise StoreError(empty_store(path))
+    conn = sqlite3.connect(path)  # reads only (no pragma that would convert the file)
+    try:
+        v = schema_version(conn)
+    finally:
+        conn.close()
+    if v == 0:
+        raise StoreError(foreign_store(path))
+
+
+def create_store(path: str) -> None:
+    """A new store at ``path``, created under a temporary name and renamed into place once its schema
+    is committed: a crash while creating it never leaves an empty or schema-less file at ``path``
+    (which the next start would refuse, see :func:`not_a_store`)."""
+    tmp = path + ".new"
+    for p in (tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"):
+        if os.path.exists(p):
+            os.unlink(p)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        migrate(conn, tmp)
+    finally:
+        conn.close()
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def schema_version(conn: sqlite3.Connection) -> int:
     t = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
     if t is None:
@@ -393,6 +473,8 @@ def check(directory: str) -> tuple[bool, str]:
     path = os.path.join(directory, DB_FILE)
     if not os.path.exists(path):
         return False, f"{path}: no store here"
+    if os.path.getsize(path) == 0:
+        return False, f"{path}: an empty file (0 bytes), not a respqueue store; restore it from a backup or remove it"
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -407,6 +489,8 @@ def check(directory: str) -> tuple[bool, str]:
         return False, f"{path}: integrity check failed: {'; '.join(res[:10])}; run `respqueue repair --dir {directory}`"
     if v > SCHEMA_VERSION:
         return False, f"{path}: schema version {v} is newer than supported ({SCHEMA_VERSION})"
+    if v == 0:
+        return False, f"{path}: a SQLite database but not a respqueue store (no schema_version)"
     return True, f"{path}: ok (schema version {v}, {nkeys} keys)"
 
 
@@ -462,7 +546,7 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
                 if not rows:
                     break
                 ph = ",".join("?" * len(rows[0]))
-                # by column name: a version 4 keys table lacks version 5's state and score
+                # by column name: a keys table before version 6 lacks its state, score, lock and lock_ms
                 names = ",".join(d[0] for d in cur.description)
                 new.executemany(f"INSERT OR REPLACE INTO {table}({names}) VALUES({ph})", rows)  # noqa: S608
                 saved += len(rows)

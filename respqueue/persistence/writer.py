@@ -59,6 +59,12 @@ def frame(obj: Any) -> bytes:
     return HEADER.pack(len(data)) + data
 
 
+def frame_parts(obj: Any) -> tuple[bytes, bytes]:
+    """:func:`frame` as (header, payload), to be written one after the other (no copy of the payload)."""
+    data = msgpack.packb(obj, use_bin_type=True)
+    return HEADER.pack(len(data)), data
+
+
 def _die_with_parent() -> None:
     """SIGKILL this process when the server exits (Linux prctl PR_SET_PDEATHSIG)."""
     parent = os.getppid()
