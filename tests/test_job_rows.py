@@ -236,6 +236,7 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         conn.execute("ALTER TABLE keys DROP COLUMN lock_ms")
         assert [c[1] for c in conn.execute("PRAGMA table_info(keys)")] == [
             "db", "key", "type", "expire_ms", "version", "value"]
+        conn.execute("DROP TABLE string_chunks")  # version 5 (large strings in chunks) added it
         conn.execute("UPDATE meta SET value = '4' WHERE name = 'schema_version'")
         conn.commit()
         assert conn.execute("SELECT count(*) FROM list_items").fetchone()[0] >= 300
@@ -250,6 +251,49 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         assert rows(n, "SELECT count(*) FROM keys WHERE state = CAST('bull:w:wait' AS BLOB)") == [(300,)]
         n.restart(signal.SIGKILL)
         assert snapshot(n.r) == before
+    finally:
+        n.stop()
+
+
+def test_version_5_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store of schema version 5 (large strings in chunks, generic rows for the state containers) loads
+    as it was, its chunked strings included, and its containers become job rows (version 6)."""
+    monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
+    n = Node()
+    try:
+        bullmq_like(n.r)
+        pipe = n.r.pipeline(transaction=False)
+        for i in range(200):
+            pipe.hset(f"bull:w:{i}", "data", str(i))
+            pipe.rpush("bull:w:wait", str(i))
+        pipe.execute()
+        big = bytes(range(256)) * 1024  # 256 KiB: stored in chunks (version 5)
+        n.r.set("big", big)
+        n.r.set("bull:w:3:lock", "tok", px=600_000)
+        before = snapshot(n.r)
+        n.stop()
+        conn = sqlite3.connect(os.path.join(n.datadir, "respqueue.db"))
+        assert conn.execute("SELECT count(*) FROM string_chunks").fetchone()[0] >= 4
+        for col in ("state", "score", "lock", "lock_ms"):
+            conn.execute(f"ALTER TABLE keys DROP COLUMN {col}")
+        conn.execute("UPDATE meta SET value = '5' WHERE name = 'schema_version'")
+        conn.commit()
+        conn.close()
+        monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "on")
+        n.start()
+        assert snapshot(n.r) == before
+        n.r.save()
+        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("6",)]
+        assert rows(n, "SELECT count(*) FROM keys WHERE state = CAST('bull:w:wait' AS BLOB)") == [(200,)]
+        assert rows(n, "SELECT lock FROM keys WHERE key = CAST('bull:w:3' AS BLOB)") == [(None,)]
+        n.r.lmove("bull:w:wait", "bull:w:active", "LEFT", "LEFT")  # job 0 active, then locked
+        n.r.set("bull:w:0:lock", "t0", px=600_000)
+        n.r.save()
+        assert rows(n, "SELECT lock FROM keys WHERE key = CAST('bull:w:0' AS BLOB)") == [(b"t0",)]
+        before = snapshot(n.r)
+        n.restart(signal.SIGKILL)
+        assert snapshot(n.r) == before
+        assert n.r.get("big") == big
     finally:
         n.stop()
 

@@ -345,6 +345,75 @@ class JobLayout:
         swap = {a: b, b: a}
         self.cont = {(swap.get(k[0], k[0]), k[1]): m for k, m in self.cont.items()}
 
+    # ---- reloading keys from the store (a failed batch rolled back, a replica's applied frame) ------
+    def touches(self, k: tuple[int, bytes]) -> bool:
+        """Whether key ``k`` is part of a job row in memory: a state container, an owned job, a folded lock."""
+        dbi, key = k
+        if key.endswith(_SUFFIXES):
+            return True
+        o = self.owner.get(dbi)
+        if o and key in o:
+            return True
+        fs = self.folded.get(dbi)
+        return bool(fs) and key in fs
+
+    def related(self, keys: Any, state_of: Any, members_of: Any = None) -> set[tuple[int, bytes]]:
+        """``keys`` and every key that shares a row with one of them, in memory or in the store: a job's
+        hash, its lock and its membership of a state container are one row, so they are reloaded
+        together, and a container with all its members (old and new). ``state_of(k)``: the container
+        key the store's row of ``k`` names (or None); ``members_of(k)``: the job keys whose stored rows
+        name container ``k`` (None: the members known in memory, plus those among ``keys``)."""
+        out = set(keys)
+        todo = list(out)
+        while todo:
+            k = todo.pop()
+            dbi, key = k
+            new: list[bytes] = []
+            if key.endswith(_SUFFIXES):
+                m = self.cont.get(k)
+                if m:
+                    new.extend(m.values() if type(m) is _PosMap else m)
+                if members_of is not None:
+                    new.extend(members_of(k))
+            if key.endswith(_LOCK):
+                new.append(key[:-5])
+            else:
+                o = self.owner.get(dbi)
+                cur = o.get(key) if o else None
+                st = state_of(k)
+                if cur is not None:
+                    new.append(cur[0])
+                if st is not None:
+                    new.append(st)
+                if cur is not None or st is not None:
+                    new.append(key + _LOCK)
+            for nk in new:
+                t = (dbi, bytes(nk))
+                if t not in out:
+                    out.add(t)
+                    todo.append(t)
+        return out
+
+    def adopt(self, fresh: JobLayout, keys: Any) -> None:
+        """After ``keys`` were reloaded (see ``related``): their job-row state is ``fresh``'s, a layout
+        that loaded just their rows."""
+        owner = self.owner
+        folded = self.folded
+        cont = self.cont
+        for dbi, key in keys:
+            o = owner.get(dbi)
+            if o:
+                o.pop(key, None)
+            cont.pop((dbi, key), None)
+            fs = folded.get(dbi)
+            if fs:
+                fs.discard(key)
+        for dbi, o in fresh.owner.items():
+            owner.setdefault(dbi, {}).update(o)
+        cont.update(fresh.cont)
+        for dbi, fs in fresh.folded.items():
+            folded.setdefault(dbi, set()).update(fs)
+
     # ---- start-up -------------------------------------------------------------
     def load(self, conn: sqlite3.Connection, dbs: list[Any], dirty: dict[tuple[int, bytes], Any],
              stored: dict[tuple[int, bytes], bytes]) -> int:

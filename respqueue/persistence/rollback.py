@@ -30,10 +30,13 @@ class _Shadow:
         self.expire_heap: list[tuple[int, bytes]] = []
 
 
-def read_keys(path: str, ndb: int, keys: Iterable[tuple[int, bytes]] | None
-              ) -> tuple[list[_Shadow], dict[tuple[int, bytes], bytes], list[tuple[int, bytes]]]:
+def read_keys(path: str, ndb: int, keys: Iterable[tuple[int, bytes]] | None, layout: Any = None, scan: bool = True
+              ) -> tuple[list[_Shadow], dict[tuple[int, bytes], bytes], list[tuple[int, bytes]], Any, Any]:
     """The committed state of ``keys`` (every key: None) in the store at ``path``: per database the
-    loaded values, the element rows the store holds (``Journal.stored``) and the keys found expired."""
+    loaded values, the element rows the store holds (``Journal.stored``), the keys found expired,
+    and with a job-row ``layout`` (``Journal.layout``, compat/engine/layout.py) the keys read (``keys``
+    and those sharing a job row with them: see ``layout.related``; ``scan``: find a container's
+    members by a scan of the store too) and a fresh layout of what was read."""
     shadows = [_Shadow() for _ in range(ndb)]
     stored: dict[tuple[int, bytes], bytes] = {}
     if keys is None:
@@ -44,24 +47,54 @@ def read_keys(path: str, ndb: int, keys: Iterable[tuple[int, bytes]] | None
         for v in range(1, SCHEMA_VERSION + 1):
             for stmt in MIGRATIONS[v]:
                 conn.execute(stmt)
+        if layout is not None:
+            def state_of(k: tuple[int, bytes]) -> Any:
+                row = conn.execute("SELECT state FROM src.keys WHERE db = ? AND key = ?", k).fetchone()
+                return None if row is None or row[0] is None else bytes(row[0])
+
+            def members_of(k: tuple[int, bytes]) -> list[bytes]:
+                return [bytes(r[0]) for r in conn.execute("SELECT key FROM src.keys WHERE db = ? AND state = ?", k)]
+
+            keys = layout.related(keys, state_of, members_of if scan else None)
         rows = list(keys)
         conn.execute("BEGIN")
         for t in ALL_TABLES:
             conn.executemany(f"INSERT INTO main.{t} SELECT * FROM src.{t} WHERE db = ? AND key = ?", rows)  # noqa: S608
         conn.execute("COMMIT")
+    fresh = None
     try:
         _loaded, _nexp, expired = _load(conn, shadows, stored)
+        if layout is not None:
+            # the job-row containers, rebuilt from their members' rows (as at start-up)
+            fresh = type(layout)()
+            ldirty: dict[tuple[int, bytes], Any] = {}
+            fresh.load(conn, shadows, ldirty, stored)
+            expired.extend(k for k in ldirty if k not in expired)
     finally:
         conn.close()
-    return shadows, stored, expired
+    return shadows, stored, expired, keys, fresh
 
 
-def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None) -> int:
+def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None, replica: bool = False,
+            done: set[tuple[int, bytes]] | None = None) -> int:
     """Replace the in-memory values of ``keys`` (None: the whole keyspace, after a failed FLUSHDB or
     SWAPDB) with the store's; returns the number of keys put back. Raises sqlite3.Error when the
-    store cannot be read."""
+    store cannot be read. With job rows (``journal.layout``) the keys sharing a row with ``keys``
+    are put back too, and the layout's state for them is the store's. ``replica``: a replica
+    reloading the keys a frame touched (its store holds the master's rows; it writes nothing, so
+    nothing found expired or to rewrite is queued for the journal)."""
     dbs = server.dbs
-    shadows, stored, expired = read_keys(journal.store.path, len(dbs), keys)
+    layout = journal.layout
+    shadows, stored, expired, read, fresh = read_keys(journal.store.path, len(dbs), keys, layout, not replica)
+    if fresh is not None:
+        fresh.dbs = dbs
+        if keys is None:
+            journal.layout = fresh
+        else:
+            keys = set(read)
+            layout.adopt(fresh, keys)
+    if done is not None and keys is not None:
+        done.update(keys)  # the keys put back (with job rows: also those sharing a row with ``keys``)
     if keys is None:
         journal.stored = stored
         journal.str_written = {}
@@ -110,6 +143,8 @@ def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None) -> i
             if v is not None and db.blocking and key in db.blocking:
                 server.ready_keys[k] = None
     journal.adopt_strings(keys)
+    if replica:
+        return n
     for k in expired:  # expired in the store: deleted from it by the next batch
         journal.dirty[k] = None
     return n

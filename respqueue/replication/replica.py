@@ -297,6 +297,18 @@ def _reload(server: Any, ops: list[Any]) -> None:
     dbs = server.dbs
     stored = j.stored
     debug = log.isEnabledFor(logging.DEBUG)
+    layout = j.layout
+    if layout is not None:
+        # job rows (compat/engine/layout.py): a job's hash, its lock and its place in a state container
+        # are one row, and a container is rebuilt from its members' rows: such keys (and those sharing
+        # rows with them) are reloaded together by the loader's code, as after a failed batch
+        jobish = {k for k, kops in keys.items() if layout.touches(k) or any(sql == layout.upsert_sql for sql, _ in kops)}
+        if jobish:
+            from ..persistence.rollback import restore
+
+            done: set[tuple[int, bytes]] = set()
+            restore(server, j, jobish, replica=True, done=done)
+            keys = {k: v for k, v in keys.items() if k not in done}
     for k, kops in keys.items():
         if not _incremental(dbs, stored, k, kops):
             reload_key(conn, dbs, stored, k)
@@ -323,6 +335,9 @@ def reload_all(server: Any) -> None:
     j.stored.clear()
     j.dirty.clear()
     load(j.store.conn, server.dbs, j.stored)
+    if j.layout is not None:  # job rows: the state containers are rebuilt from their members' rows
+        j.layout = type(j.layout)()
+        j.layout.load(j.store.conn, server.dbs, {}, j.stored)
 
 
 def install_snapshot(server: Any, path: str) -> None:
