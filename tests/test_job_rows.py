@@ -338,3 +338,47 @@ def test_locks_live_in_their_jobs_row(node: Node) -> None:
     wait_gone(r, "bull:q:1:lock")
     check_restart(node)
     assert node.r.get("bull:q:1:lock") is None and node.r.get("bull:q:4:lock") == b"tok4b"
+
+
+def test_failed_batch_is_rolled_back_with_its_job_rows(node: Node) -> None:
+    """Durable mode, a commit fails (another process holds the store's write lock): the writes told
+    MISCONF are undone. A job's hash, its lock and its place in a state container share one row, so
+    they are put back together, and the layout goes on writing correct rows once the store recovers."""
+    from .test_store_defects import _Locked, _wait_writable
+
+    r = node.r
+    bullmq_like(r)
+    assert r.lpos("bull:q:active", "12") is not None
+    r.set("bull:q:12:lock", "tok12", px=600_000)  # job 12 is active: its lock lives in its row
+    r.save()
+    before = snapshot(r)
+    for whole in (False, True):
+        lock = _Locked(node.datadir)
+        p = r.pipeline(transaction=False)
+        p.lmove("bull:q:wait", "bull:q:active", "RIGHT", "LEFT")
+        p.hset("bull:q:20", "processedOn", "9")
+        p.lrem("bull:q:active", -1, "12")
+        p.zadd("bull:q:completed", {"12": 5000})
+        p.delete("bull:q:12:lock")
+        p.hset("bull:q:99", "name", "new")
+        p.rpush("bull:q:wait", "99")
+        p.zadd("bull:q:delayed", {"31": 77})
+        if whole:
+            p.flushdb()
+        res = p.execute(raise_on_error=False)
+        assert all(isinstance(x, redis.ResponseError) and str(x).startswith("MISCONF") for x in res), res
+        assert snapshot(r) == before
+        lock.release()
+        _wait_writable(r)
+        assert snapshot(r) == before
+    # the same moves, committed this time: the rows written after the rollback are right
+    r.lrem("bull:q:active", -1, "12")
+    r.zadd("bull:q:completed", {"12": 5000})
+    r.delete("bull:q:12:lock")
+    r.hset("bull:q:99", "name", "new")
+    r.rpush("bull:q:wait", "99")
+    r.set("bull:q:99:lock", "x")
+    r.lmove("bull:q:wait", "bull:q:active", "RIGHT", "LEFT")
+    r.save()
+    assert rows(node, "SELECT state FROM keys WHERE key = CAST('bull:q:12' AS BLOB)") == [(b"bull:q:completed",)]
+    check_restart(node)
