@@ -382,3 +382,62 @@ def test_failed_batch_is_rolled_back_with_its_job_rows(node: Node) -> None:
     r.save()
     assert rows(node, "SELECT state FROM keys WHERE key = CAST('bull:q:12' AS BLOB)") == [(b"bull:q:completed",)]
     check_restart(node)
+
+
+def test_replica_follows_job_rows_and_takes_over() -> None:
+    """A replica applies the master's job rows (a job's hash, its lock and its place in a state container
+    in one row) and reloads the containers they touch; promoted, it writes job rows of its own that a
+    kill -9 restart reads back."""
+    from .servers import start_respqueue
+    from .test_replication import cli, dump_all, in_sync, start_replica, until
+
+    m = start_respqueue()
+    r = start_replica(m)
+    try:
+        mc, rc = cli(m.port), cli(r.port)
+        bullmq_like(mc)
+        for i in range(41, 300):  # a big wait list (a row per item if it were generic)
+            p = mc.pipeline(transaction=False)
+            p.hset(f"bull:q:{i}", mapping={"name": "j", "data": str(i)})
+            p.lpush("bull:q:wait", str(i))
+            p.execute()
+        for _ in range(30):  # moveToActive, extendLock, moveToCompleted, each its own batch
+            jid = mc.lmove("bull:q:wait", "bull:q:active", "RIGHT", "LEFT").decode()
+            mc.set(f"bull:q:{jid}:lock", "tok", px=600_000)
+            mc.hset(f"bull:q:{jid}", "processedOn", "1")
+            until(lambda: in_sync(mc, [rc]))
+            assert rc.get(f"bull:q:{jid}:lock") == b"tok" and rc.lindex("bull:q:active", 0) == jid.encode()
+            p = mc.pipeline(transaction=True)
+            p.lrem("bull:q:active", -1, jid)
+            p.zadd("bull:q:completed", {jid: 9000})
+            p.delete(f"bull:q:{jid}:lock")
+            p.execute()
+        mc.zadd("bull:q:delayed", {"nohash": 5})  # a member without a job hash: generic rows
+        mc.execute_command("SELECT", 1)
+        mc.rpush("bull:q:wait", "x")  # db 1: another container, generic (no hash)
+        mc.execute_command("SELECT", 0)
+        until(lambda: in_sync(mc, [rc]))
+        want = dump_all(mc)
+        assert dump_all(rc) == want and rc.zcard("bull:q:completed") > 30
+        r2 = start_replica(m)  # a full sync: the snapshot's job rows rebuild the containers
+        try:
+            until(lambda: in_sync(mc, [cli(r2.port)]))
+            assert dump_all(cli(r2.port)) == want
+        finally:
+            r2.stop()
+        m.stop(signal.SIGKILL)
+        until(lambda: cli(r.port).info("replication")["master_link_status"] == "down")
+        assert rc.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        assert dump_all(rc) == want
+        jid = rc.lmove("bull:q:wait", "bull:q:active", "RIGHT", "LEFT").decode()
+        rc.set(f"bull:q:{jid}:lock", "mine", px=600_000)
+        rc.zadd("bull:q:completed", {"20": 1})
+        rc.lrem("bull:q:active", -1, "20")
+        rc.save()
+        want = dump_all(rc)
+        r.stop(signal.SIGKILL)
+        r = start_respqueue(port=r.port, workdir=r.workdir)
+        assert dump_all(cli(r.port)) == want
+    finally:
+        r.stop()
+        m.stop()
