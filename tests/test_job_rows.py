@@ -441,3 +441,19 @@ def test_replica_follows_job_rows_and_takes_over() -> None:
     finally:
         r.stop()
         m.stop()
+
+
+def test_job_rows_store_still_loads_with_job_rows_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store holding containers as job rows, started with RESPQUEUE_JOB_ROWS=off, loads them (the
+    generic loader cannot: they have no element rows) and keeps them as job rows."""
+    n = Node()
+    try:
+        bullmq_like(n.r)
+        before = snapshot(n.r)
+        n.stop()
+        monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
+        n.start()
+        assert snapshot(n.r) == before
+        check_restart(n)
+    finally:
+        n.stop()
