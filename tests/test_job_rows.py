@@ -294,3 +294,21 @@ def test_locks_live_in_their_jobs_row(node: Node) -> None:
     wait_gone(r, "bull:q:1:lock")
     check_restart(node)
     assert node.r.get("bull:q:1:lock") is None and node.r.get("bull:q:4:lock") == b"tok4b"
+
+
+def test_job_rows_load_when_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RESPQUEUE_JOB_ROWS=off on a store that has job rows still loads them (and keeps them up to date)."""
+    n = Node()
+    try:
+        bullmq_like(n.r)
+        before = snapshot(n.r)
+        n.stop()
+        monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
+        n.start()
+        assert snapshot(n.r) == before
+        n.r.lmove("bull:q:wait", "bull:q:active", "RIGHT", "LEFT")
+        before = snapshot(n.r)
+        n.restart(signal.SIGKILL)
+        assert snapshot(n.r) == before
+    finally:
+        n.stop()

@@ -67,6 +67,11 @@ def enabled() -> bool:
     return os.environ.get("RESPQUEUE_JOB_ROWS", "on").lower() not in ("off", "0", "no", "false")
 
 
+def present(conn: sqlite3.Connection) -> bool:
+    """Whether the store holds job-row containers (then they load with the layout whatever the setting)."""
+    return conn.execute("SELECT 1 FROM keys WHERE type IN ('joblist', 'jobzset') LIMIT 1").fetchone() is not None
+
+
 def prefix_of(key: bytes) -> bytes | None:
     """``<prefix>:<queue>:`` when ``key`` names one of BullMQ's state containers, else None."""
     if key.endswith(_SUFFIXES):
