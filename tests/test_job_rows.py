@@ -96,8 +96,13 @@ def test_bullmq_moves_are_job_rows(node: Node) -> None:
     assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
     assert rows(node, "SELECT count(*) FROM zset_members") == [(0,)]
     types = {k: t for k, t in rows(node, "SELECT key, type FROM keys WHERE type <> 'hash'") if k.startswith(b"bull:q:")}
-    assert types == {b"bull:q:wait": "joblist", b"bull:q:active": "joblist", b"bull:q:completed": "jobzset",
-                     b"bull:q:failed": "jobzset", b"bull:q:prioritized": "jobzset"}
+    assert types == {
+        b"bull:q:wait": "joblist",
+        b"bull:q:active": "joblist",
+        b"bull:q:completed": "jobzset",
+        b"bull:q:failed": "jobzset",
+        b"bull:q:prioritized": "jobzset",
+    }
     st = dict(((k, (s, sc)) for k, s, sc in rows(node, "SELECT key, state, score FROM keys WHERE state IS NOT NULL")))
     assert st[b"bull:q:1"] == (b"bull:q:completed", 2500.0)
     assert st[b"bull:q:10"] == (b"bull:q:prioritized", 7.0)
@@ -142,8 +147,10 @@ def test_job_rows_follow_every_list_command(node: Node) -> None:
     check_restart(node)
 
 
-@pytest.mark.parametrize("case", ["orphan", "duplicate", "two-containers", "hash-deleted", "hash-replaced",
-                                  "hash-expires", "renamed-job", "flush"])
+@pytest.mark.parametrize(
+    "case",
+    ["orphan", "duplicate", "two-containers", "hash-deleted", "hash-replaced", "hash-expires", "renamed-job", "flush"],
+)
 def test_broken_invariants_fall_back_to_generic_rows(node: Node, case: str) -> None:
     """Redis allows what BullMQ never does; the store keeps it exactly anyway."""
     r = node.r
@@ -235,7 +242,13 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         conn.execute("ALTER TABLE keys DROP COLUMN lock")
         conn.execute("ALTER TABLE keys DROP COLUMN lock_ms")
         assert [c[1] for c in conn.execute("PRAGMA table_info(keys)")] == [
-            "db", "key", "type", "expire_ms", "version", "value"]
+            "db",
+            "key",
+            "type",
+            "expire_ms",
+            "version",
+            "value",
+        ]
         conn.execute("DROP TABLE string_chunks")  # version 5 (large strings in chunks) added it
         conn.execute("UPDATE meta SET value = '4' WHERE name = 'schema_version'")
         conn.commit()
@@ -309,7 +322,10 @@ def test_locks_live_in_their_jobs_row(node: Node) -> None:
     r.set("bull:q:2:lock", "tok2")
     r.set("bull:q:4:lock", "tok4", px=60_000)  # job 4 is in no container: a row of its own
     r.save()
-    assert rows(node, "SELECT key FROM keys WHERE key IN (CAST('bull:q:1:lock' AS BLOB), CAST('bull:q:2:lock' AS BLOB))") == []
+    assert (
+        rows(node, "SELECT key FROM keys WHERE key IN (CAST('bull:q:1:lock' AS BLOB), CAST('bull:q:2:lock' AS BLOB))")
+        == []
+    )
     assert rows(node, "SELECT lock FROM keys WHERE key = CAST('bull:q:1' AS BLOB)") == [(b"tok1",)]
     assert rows(node, "SELECT value FROM keys WHERE key = CAST('bull:q:4:lock' AS BLOB)") == [(b"tok4",)]
     check_restart(node)
@@ -443,9 +459,8 @@ def test_replica_follows_job_rows_and_takes_over() -> None:
         m.stop()
 
 
-def test_job_rows_store_still_loads_with_job_rows_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store holding containers as job rows, started with RESPQUEUE_JOB_ROWS=off, loads them (the
-    generic loader cannot: they have no element rows) and keeps them as job rows."""
+def test_job_rows_load_when_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RESPQUEUE_JOB_ROWS=off on a store that has job rows still loads them (and keeps them up to date)."""
     n = Node()
     try:
         bullmq_like(n.r)
@@ -454,6 +469,9 @@ def test_job_rows_store_still_loads_with_job_rows_off(monkeypatch: pytest.Monkey
         monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
         n.start()
         assert snapshot(n.r) == before
-        check_restart(n)
+        n.r.lmove("bull:q:wait", "bull:q:active", "RIGHT", "LEFT")
+        before = snapshot(n.r)
+        n.restart(signal.SIGKILL)
+        assert snapshot(n.r) == before
     finally:
         n.stop()

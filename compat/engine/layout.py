@@ -68,7 +68,7 @@ def enabled() -> bool:
 
 
 def present(conn: sqlite3.Connection) -> bool:
-    """Whether the store holds a state container as job rows (then only this layout can load it)."""
+    """Whether the store holds job-row containers (then they load with the layout whatever the setting)."""
     return conn.execute("SELECT 1 FROM keys WHERE type IN ('joblist', 'jobzset') LIMIT 1").fetchone() is not None
 
 
@@ -93,8 +93,9 @@ class JobLayout:
         self.upsert_sql = STATE_UPSERT
 
     # ---- batches --------------------------------------------------------------
-    def before(self, dirty: dict[tuple[int, bytes], Any], dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
-               append: Any) -> None:
+    def before(
+        self, dirty: dict[tuple[int, bytes], Any], dbs: list[Any], stored: dict[tuple[int, bytes], bytes], append: Any
+    ) -> None:
         """Called with a batch's dirty keys before they become rows: moves ownership of jobs between
         containers, marks the job hashes whose row changes dirty, and hands a container that breaks
         the invariants back to the generic layout (the journal then writes it whole)."""
@@ -125,8 +126,13 @@ class JobLayout:
             old = stored.get(k)
             if old == JOBS:
                 m = cont.get(k)
-                if m is not None and v is not None and v._jkey == k and v._jlog is not None and (
-                        rt == _LIST) == (type(m) is _PosMap):
+                if (
+                    m is not None
+                    and v is not None
+                    and v._jkey == k
+                    and v._jlog is not None
+                    and (rt == _LIST) == (type(m) is _PosMap)
+                ):
                     add = self._consume(k, v, rt, m, prefix, touched)
                     if add:
                         adds.append((k, v, rt, add))
@@ -204,8 +210,14 @@ class JobLayout:
             if t not in dirty:
                 dirty[t] = False
 
-    def _locks(self, locks: list[tuple[int, bytes]], dirty: dict[tuple[int, bytes], Any], dbs: list[Any],
-               append: Any, touched: list[tuple[int, bytes]]) -> None:
+    def _locks(
+        self,
+        locks: list[tuple[int, bytes]],
+        dirty: dict[tuple[int, bytes], Any],
+        dbs: list[Any],
+        append: Any,
+        touched: list[tuple[int, bytes]],
+    ) -> None:
         """A job's lock key ``<job key>:lock`` (a string with a TTL, set when the job goes active and
         deleted when it finishes) is written into its job's row while the job is owned: the lock's
         changes then cost no row of their own, as the job's row is rewritten in the same batch."""
@@ -244,8 +256,15 @@ class JobLayout:
                         if lk in dbs[dbi].data:
                             dirty[(dbi, lk)] = False
 
-    def _consume(self, k: tuple[int, bytes], v: Any, rt: bytes, m: dict[Any, Any], prefix: bytes,
-                 touched: list[tuple[int, bytes]]) -> list[tuple[float, bytes]]:
+    def _consume(
+        self,
+        k: tuple[int, bytes],
+        v: Any,
+        rt: bytes,
+        m: dict[Any, Any],
+        prefix: bytes,
+        touched: list[tuple[int, bytes]],
+    ) -> list[tuple[float, bytes]]:
         """Take a job-row container's change log: release the members it lost, return the ones it gained."""
         jl = v._jlog
         if not jl:
@@ -287,8 +306,14 @@ class JobLayout:
         for jk in m.values() if type(m) is _PosMap else m:
             _release(o, jk, k[1], k[0], touched)
 
-    def _fallback(self, k: tuple[int, bytes], dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
-                  dirty: dict[tuple[int, bytes], Any], touched: list[tuple[int, bytes]]) -> None:
+    def _fallback(
+        self,
+        k: tuple[int, bytes],
+        dbs: list[Any],
+        stored: dict[tuple[int, bytes], bytes],
+        dirty: dict[tuple[int, bytes], Any],
+        touched: list[tuple[int, bytes]],
+    ) -> None:
         """Container ``k`` goes back to generic rows: the journal writes it whole in this batch."""
         self._release_all(k, touched)
         if stored.get(k) == JOBS:
@@ -420,8 +445,13 @@ class JobLayout:
             folded.setdefault(dbi, set()).update(fs)
 
     # ---- start-up -------------------------------------------------------------
-    def load(self, conn: sqlite3.Connection, dbs: list[Any], dirty: dict[tuple[int, bytes], Any],
-             stored: dict[tuple[int, bytes], bytes]) -> int:
+    def load(
+        self,
+        conn: sqlite3.Connection,
+        dbs: list[Any],
+        dirty: dict[tuple[int, bytes], Any],
+        stored: dict[tuple[int, bytes], bytes],
+    ) -> int:
         """Rebuild the job-row containers from the rows that name them; returns how many were loaded.
 
         Containers stored generically (a store of schema version 4 or 5, or one that fell back) are marked
@@ -431,7 +461,8 @@ class JobLayout:
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
         generic: list[tuple[int, bytes]] = []
         for dbi, key, typ, exp in conn.execute(
-                "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset', 'list', 'zset')"):
+            "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset', 'list', 'zset')"
+        ):
             if not 0 <= dbi < ndb:
                 continue
             k = (dbi, bytes(key))
@@ -526,8 +557,9 @@ class _PosMap(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
 
-def _release(o: dict[bytes, tuple[bytes, float]], jk: bytes, ckey: bytes, dbi: int,
-             touched: list[tuple[int, bytes]]) -> None:
+def _release(
+    o: dict[bytes, tuple[bytes, float]], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]
+) -> None:
     cur = o.get(jk)
     if cur is not None and cur[0] == ckey:
         del o[jk]

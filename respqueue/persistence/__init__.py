@@ -50,13 +50,7 @@ def open_persistence(server: Any) -> Journal | None:
         # BullMQ jobs as one row each (compat/engine/layout.py; RESPQUEUE_JOB_ROWS=off: generic rows)
         from compat.engine import layout as job_layout
 
-        on = job_layout.enabled()
-        if not on and job_layout.present(store.conn):
-            # containers stored as job rows have no element rows: only the layout can load them
-            log.warning("RESPQUEUE_JOB_ROWS=off, but %s holds state containers as job rows: job rows stay on",
-                        store.path)
-            on = True
-        if on:
+        if job_layout.enabled() or job_layout.present(store.conn):  # a store with job rows needs it to load
             journal.layout = job_layout.JobLayout()
             loaded += journal.layout.load(store.conn, server.dbs, journal.dirty, journal.stored)
     except Exception as e:
