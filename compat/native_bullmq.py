@@ -430,12 +430,9 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
 
     # ---- the script's calls
     call = ctx.call
-    monitors = ctx.monitors
     call(INCR, [b"INCR", id_key])
     # HGET meta opts.maxLenEvents: read above (meta is a hash or absent, and INCR wrote another key)
-    if monitors:
-        ctx.feed([b"HGET", meta_key, b"opts.maxLenEvents"])
-    HGET.calls += 1
+    ctx.did(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
@@ -464,15 +461,11 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     meta = db.lookup(meta_key)
     if active_key is None:
         # getTargetQueueList (5.0-5.8): HEXISTS meta paused (meta: a hash or absent, checked above)
-        if monitors:
-            ctx.feed([b"HEXISTS", meta_key, b"paused"])
-        HEXISTS.calls += 1
+        ctx.did(HEXISTS, [b"HEXISTS", meta_key, b"paused"])
         limit = None if meta is None or meta.get(b"paused") is None else -1
     else:
         # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
-        if monitors:
-            ctx.feed([b"HMGET", meta_key, *v.meta_fields])
-        HMGET.calls += 1
+        ctx.did(HMGET, [b"HMGET", meta_key, *v.meta_fields])
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     if limit is None:
         paused_or_maxed = False
@@ -713,7 +706,7 @@ def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
         except RedisError:
             done = False  # raised before any change: the call below reports it as the bridge would
         if done:
-            XADD.calls += 1
+            ctx.did(XADD, argv)
             return
     ctx.call(XADD, argv)
 
@@ -723,7 +716,7 @@ def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
     marker = ctx.db.lookup(marker_key)
     if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
         ctx.wrote = True
-        ZADD.calls += 1
+        ctx.did(ZADD, [b"ZADD", marker_key, b"0", b"0"])
     else:
         ctx.call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
 
@@ -734,7 +727,7 @@ def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
         ctx.wrote = True
         h.set_pairs(argv, 2)
         ctx.db.modified(argv[1])
-        cmd.calls += 1
+        ctx.did(cmd, argv)
     else:
         ctx.call(cmd, argv)
 
@@ -756,7 +749,7 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
         ctx.wrote = True
         h.set(field, b"%d" % v)
         db.modified(key)
-        HINCRBY.calls += 1
+        ctx.did(HINCRBY, [b"HINCRBY", key, field, b"1"])
         return v
     return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
 
@@ -777,7 +770,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
             db.lookup(lock_key)  # as SET does: an expired value goes first
             db.set(lock_key, token)
             db.set_expire(lock_key, int(lock_ms) + mstime())
-            SET.calls += 1
+            ctx.did(SET, [b"SET", lock_key, token, b"PX", lock_ms])
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
     h = db.lookup(job_key)
     if worker is not None:
@@ -791,9 +784,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
-    if ctx.monitors:
-        ctx.feed([b"HGETALL", job_key])
-    HGETALL.calls += 1
+    ctx.did(HGETALL, [b"HGETALL", job_key])
     return _active_reply(h, job_id)
 
 
@@ -926,9 +917,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     monitors = ctx.monitors
     # ---- reads (an error here still falls back to Lua: nothing written yet)
     job = db.lookup(job_key)
-    if monitors:
-        ctx.feed([b"EXISTS", job_key])
-    EXISTS.calls += 1
+    ctx.did(EXISTS, [b"EXISTS", job_key])
     if job is None:
         return -1
     if not failed:
@@ -939,7 +928,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
                 if call(cmd_, [name, k]) != 0:
                     return code
             else:
-                cmd_.calls += 1
+                ctx.did(cmd_, [name, k])
     remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
     fetch_next = fetch == b"1"
     # ---- everything that could fail or branch after the first write
@@ -996,7 +985,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         if monitors or (lock_token is not None and type(lock_token) is not bytes):
             lock_token = call(GET, [b"GET", lock_key])
         else:
-            GET.calls += 1
+            ctx.did(GET, [b"GET", lock_key])
         if lock_token != token:
             return -2 if lock_token is None else -6
         if monitors:
@@ -1004,20 +993,16 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         else:
             ctx.wrote = True
             db.delete(lock_key)
-            DEL.calls += 1
+            ctx.did(DEL, [b"DEL", lock_key])
         if monitors or db.lookup(stalled_key) is not None:
             call(SREM, [b"SREM", stalled_key, job_id])
         else:
-            SREM.calls += 1  # no stalled set: nothing to remove
+            ctx.did(SREM, [b"SREM", stalled_key, job_id])  # no stalled set: nothing to remove
     # HMGET parentKey parent deid: all three are absent (checked above)
-    if monitors:
-        ctx.feed([b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
-    HMGET.calls += 1
+    ctx.did(HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
     call(LREM, [b"LREM", active_key, b"-1", job_id])
     # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
-    if monitors:
-        ctx.feed([b"HGET", meta_key, b"opts.maxLenEvents"])
-    HGET.calls += 1
+    ctx.did(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
@@ -1026,7 +1011,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     else:
         ctx.wrote = True
         xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
-        XTRIM.calls += 1
+        ctx.did(XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events])
     attempts_made = _hincr1(ctx, job_key, b"atm", job)  # the job hash: nothing replaced it since the checks
     if not remove:
         call(ZADD, [b"ZADD", target_key, ts, job_id])
@@ -1042,16 +1027,12 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
                     b"attemptsMade", b"%d" % attempts_made])
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
-        if monitors:
-            ctx.feed([b"HMGET", meta_key, *variant])
-        HMGET.calls += 1
+        ctx.did(HMGET, [b"HMGET", meta_key, *variant])
         meta = db.lookup(meta_key)  # trimEvents may have created it
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
         paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
-        if monitors:
-            ctx.feed([b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
-        ZRANGEBYSCORE.calls += 1
+        ctx.did(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
         if paused_or_maxed:
             return [0, 0, 0, 0]
         nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
