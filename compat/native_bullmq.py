@@ -1032,7 +1032,9 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
         paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
-        ctx.did(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
+        # (upto: an integer below 2**53 for a whole-ms timestamp, which %.17g prints as %d)
+        up = b"%d" % upto if upto.is_integer() and upto < _EXACT else format_number_arg(upto)
+        ctx.did(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", up, b"LIMIT", b"0", b"1000"])
         if paused_or_maxed:
             return [0, 0, 0, 0]
         nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
