@@ -120,6 +120,7 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
     add_limit_flags(s)
     add_security_flags(s)
     add_cluster_flags(s)
+    add_replication_flags(s, env)
 
 
 def add_limit_flags(s: argparse.ArgumentParser) -> None:
@@ -188,6 +189,20 @@ def add_cluster_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--shards", metavar="N|auto",
                    help="run N shard processes on ports --port..--port+N-1 as one cluster (auto: one per core),"
                    " default 1" + env % "SHARDS")
+
+
+def add_replication_flags(s: argparse.ArgumentParser, env: str) -> None:
+    """Replication (docs/REPLICATION.md)."""
+    s.add_argument("--replicaof", metavar="'HOST PORT'", help="start as a replica of this master" + env % "REPLICAOF")
+    s.add_argument("--masterauth", help="password to AUTH to the master with" + env % "MASTERAUTH")
+    s.add_argument("--masteruser", help="user to AUTH to the master as" + env % "MASTERUSER")
+    s.add_argument("--repl-backlog-size", dest="repl_backlog_size", type=int,
+                   help="bytes of replication stream kept for partial resyncs, default 1048576"
+                   + env % "REPL_BACKLOG_SIZE")
+    s.add_argument("--replica-ack", dest="replica_ack", type=int, metavar="N",
+                   help="durable mode: reply to a write once N replicas committed it (default 0)" + env % "REPLICA_ACK")
+    s.add_argument("--replica-priority", dest="replica_priority", type=int,
+                   help="Sentinel's promotion priority, default 100 (0: never)" + env % "REPLICA_PRIORITY")
 
 
 def _history_switch(v: str) -> str:

@@ -75,6 +75,15 @@ class Config:
     cluster_config: str | None = None  # TOML file naming the cluster's nodes and their slots
     cluster_announce_ip: str | None = None  # the host this node is in the cluster file as (default: --host)
     shards: str = "1"  # serve: this many shard processes (a cluster on one machine), or auto (one per core)
+    # replication (respqueue/replication/, docs/REPLICATION.md)
+    replicaof: str | None = None  # "host port": start as a replica of that master
+    masterauth: str | None = None  # password (and user) a replica AUTHs to its master with
+    masteruser: str | None = None
+    repl_backlog_size: int = 1024 * 1024  # bytes of the replication stream kept for partial resyncs
+    replica_ack: int = 0  # durable mode: a write's reply waits until this many replicas committed it
+    replica_priority: int = 100  # Sentinel's promotion order (0: never promoted)
+    repl_ping_replica_period: int = 10  # seconds between the master's heartbeats to its replicas
+    repl_timeout: int = 60  # a replica drops its link after this long without a byte from its master
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
@@ -92,6 +101,7 @@ class Config:
                 raise ValueError(f"cannot read config file {path}: {e.strerror or e}") from None
             except tomllib.TOMLDecodeError as e:
                 raise ValueError(f"{path} is not valid TOML: {e}") from None
+            cfg.config_path = path  # CONFIG REWRITE writes the replication role back here
             for k, v in data.items():
                 k = k.replace("-", "_")
                 if k not in names:
@@ -235,4 +245,15 @@ PARAMS: dict[str, tuple[str | None, Any, str, bool]] = {
     "cluster-enabled": ("cluster_enabled", None, "str", False),
     "cluster-config-file": ("cluster_config", None, "str", False),
     "cluster-announce-ip": ("cluster_announce_ip", None, "str", False),
+    "replicaof": ("replicaof", None, "str", False),
+    "slaveof": ("replicaof", None, "str", False),
+    "masterauth": ("masterauth", None, "str", True),
+    "masteruser": ("masteruser", None, "str", True),
+    "repl-backlog-size": ("repl_backlog_size", None, "memory", False),
+    "replica-priority": ("replica_priority", None, "int", True),
+    "slave-priority": ("replica_priority", None, "int", True),
+    "repl-ping-replica-period": ("repl_ping_replica_period", None, "int", True),
+    "repl-timeout": ("repl_timeout", None, "int", True),
+    "replica-read-only": (None, "yes", "str", False),
+    "min-replicas-to-write": (None, "0", "int", True),
 }

@@ -38,6 +38,7 @@ class Server:
         self.loaded_expired = 0
         self.scripting: Any = None  # the Lua runtime hooks in here
         self.history: Any = None  # compat.history.HistoryCapture when job history is on
+        self.repl: Any = None  # replication.Replication: role, replicas, the link to a master
         self.slowlog: deque[list[Any]] = deque(maxlen=self.config.slowlog_max_len)
         self.slowlog_next_id = 0
         self.run_id = secrets.token_hex(20)
@@ -113,6 +114,8 @@ class Server:
         c.patterns = set()
         if c in self.monitors:
             self.monitors.remove(c)
+        if self.repl is not None:
+            self.repl.client_gone(c)
         self.clients.pop(c.id, None)
 
     # ---- blocking ---------------------------------------------------------
@@ -227,6 +230,10 @@ class Server:
             if self.journal is not None:
                 self.journal.start()
         memory.setup(self)  # after the store is loaded, before clients: measures the keyspace when maxmemory is set
+        if self.repl is None:
+            from .replication import open_replication
+
+            self.repl = open_replication(self)
         if cfg.backup_to and getattr(self, "_backup_task", None) is None:
             from .backup_schedule import start_scheduled_backups
 

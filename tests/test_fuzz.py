@@ -161,7 +161,7 @@ def test_huge_header_split_across_writes(fuzz):
 
 # ---- random commands with random arguments ----------------------------------------
 # commands that would take the server (or the healthy client) down by design
-EXCLUDED = {"shutdown", "debug", "monitor"}
+EXCLUDED = {"shutdown", "debug", "monitor", "replicaof", "slaveof", "psync", "sync", "replconf"}  # replication: roles
 EXCLUDED_SUB = {("config", "set"), ("config", "rewrite"), ("client", "kill"), ("client", "pause"),
                 ("client", "reply"), ("script", "kill")}
 

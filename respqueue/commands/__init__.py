@@ -21,3 +21,4 @@ MODULES = (
 
 for _m in MODULES:
     import_module(f"{__name__}.{_m}")
+import_module("respqueue.replication.commands")  # REPLICAOF, REPLCONF, PSYNC

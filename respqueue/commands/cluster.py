@@ -429,7 +429,7 @@ _HELP = [
 ]
 
 
-@subcommand("cluster", "publishfwd", 4, "loading stale fast")
+@subcommand("cluster", "publishfwd", 4, "loading stale")
 def cluster_publishfwd(c: Any, argv: list[bytes]) -> Any:
     """A PUBLISH made on another node (respqueue/cluster/bus.py): for this node's subscribers only."""
     _cluster(c)

@@ -352,7 +352,10 @@ def client_kill(c: Any, argv: list[bytes]) -> Any:
                 ok = getattr(x, "user", None) is server.acl.get(val)
             elif opt == b"type":
                 t = val.lower()
-                ok = (t == b"pubsub") == bool(x.channels or x.patterns) and t in (b"normal", b"pubsub")
+                if getattr(x, "repl_slave", None) is not None:
+                    ok = t in (b"slave", b"replica")  # a replica's link (replication/master.py)
+                else:
+                    ok = (t == b"pubsub") == bool(x.channels or x.patterns) and t in (b"normal", b"pubsub")
             if not ok:
                 break
         if ok:

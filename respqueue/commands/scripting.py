@@ -45,6 +45,8 @@ def _native_run() -> Any:
 def _eval(c: Any, argv: list[bytes], by_sha: bool) -> Any:
     """EVAL/EVALSHA: a native implementation of a known BullMQ script, else the Lua runtime."""
     rt = _rt(c)
+    if c.server.write_refused is not None and c.server.repl is not None and c.server.repl.is_replica:
+        return rt.eval(c, argv, by_sha=by_sha, ro=True)  # a replica: the script may only read
     n = _native or _native_run()
     if n and c.acl_unrestricted:  # a restricted ACL user runs the Lua path: each redis.call is checked
         r = n[0](rt, c, argv, by_sha)

@@ -414,6 +414,11 @@ def reset_stats(server: Any) -> None:
 
 @subcommand("config", "rewrite", 2, "admin noscript loading stale")
 def config_rewrite(c: Any, argv: list[bytes]) -> Any:
+    path = getattr(c.server.config, "config_path", None)
+    if path:
+        from ..replication.commands import rewrite_config
+
+        return rewrite_config(c.server, path)
     raise RedisError("ERR The server is running without a config file")
 
 
@@ -701,6 +706,10 @@ def _ops_per_sec(server: Any) -> int:
 
 
 def _sec_replication(server: Any) -> list[str]:
+    if server.repl is not None:
+        from ..replication.commands import info_lines
+
+        return info_lines(server)
     return [
         "role:master",
         "connected_slaves:0",
@@ -1373,6 +1382,10 @@ def monitor(c: Any, argv: list[bytes]) -> Any:
 
 @command("role", 1, "noscript loading stale fast", group="server")
 def role(c: Any, argv: list[bytes]) -> Any:
+    if c.server.repl is not None:
+        from ..replication.commands import role_reply
+
+        return role_reply(c.server)
     return [b"master", 0, []]
 
 
@@ -1388,6 +1401,10 @@ def wait(c: Any, argv: list[bytes]) -> Any:
         raise RedisError("ERR timeout is not an integer or out of range")
     if timeout < 0:
         raise TIMEOUT_NEGATIVE
+    if c.server.repl is not None:
+        from ..replication.commands import wait_reply
+
+        return wait_reply(c, n, timeout)
     if n <= 0 or not c.may_block:
         return 0
     # no replica will ever acknowledge: wait for the timeout (0: forever), as Redis does
@@ -1538,6 +1555,8 @@ def debug(c: Any, argv: list[bytes]) -> Any:
         return _debug_object(c, argv[2])
     if sub == b"change-repl-id" and n == 2:
         server.master_replid = secrets.token_hex(20)
+        if server.repl is not None:  # as Redis: a new id, and no second one
+            server.repl.replid, server.repl.replid2, server.repl.second_offset = server.master_replid, "0" * 40, -1
         return OK
     if sub == b"error" and n == 3:
         raise RedisError(argv[2])

@@ -142,6 +142,7 @@ class Journal:
         # connections holding output, in the order they first held it: released in
         # that order, as their replies would have been written
         self.waiters: dict[Any, None] = {}
+        self.hold_max = 0  # the last batch a connection holds output for
         self.last_commit_time = time.time()
         self.commits = 0
         self.commit_errors = 0
@@ -298,6 +299,7 @@ class Journal:
         """``conn`` wrote in the open batch: it waits for that batch's commit,
         whose id is returned (its output is tagged with it)."""
         self.waiters[conn] = None
+        self.hold_max = self.open_id
         if not self.scheduled:
             self._schedule()
         return self.open_id
@@ -313,7 +315,7 @@ class Journal:
             self._due = True
             return
         self._due = False
-        if not self.dirty and not self.pending and not self.waiters and not self.row_ops:
+        if not self.dirty and not self.pending and self.hold_max <= self.committed_id and not self.row_ops:
             self._notify_idle()
             return
         ops = self.pending
@@ -332,6 +334,9 @@ class Journal:
         self.inflight_whole = self.batch_whole
         self.batch_keys = []
         self.batch_whole = False
+        repl = self.server.repl
+        if repl is not None and repl.backlog is not None:
+            repl.on_submit(bid, ops)  # the batch is a frame of the replication stream
         self.store.submit(bid, ops)
 
     def poll(self) -> None:
@@ -352,6 +357,8 @@ class Journal:
             if server.write_refused is None:
                 log.error("cannot write to the store %s: %s; refusing writes until it recovers", self.store.path, msg)
             server.write_refused = RedisError(MISCONF.format(path=self.store.path, err=msg))
+            if server.repl is not None:
+                server.repl.on_failed(bid)  # that batch is no frame of the replication stream
             if self.durable:
                 # the writes of this batch, and those made since, were or will be answered MISCONF:
                 # put their keys back to what the store holds, and retry only to learn when the
@@ -376,13 +383,16 @@ class Journal:
         self.committed_id = bid
         self.last_commit_time = time.time()
         server.lastsave = int(self.last_commit_time)
-        if server.write_refused is not None:
+        if server.write_refused is not None and self.last_error is not None:
             log.warning("the store %s is writable again; accepting writes", self.store.path)
-            server.write_refused = None
+            server.write_refused = server.repl.refusal() if server.repl is not None else None
             self.last_error = None
+        repl = server.repl
+        if repl is not None and repl.backlog is not None:
+            repl.on_commit(bid)  # the frame goes to the replicas
         if self.waiters:
-            self._release(bid, None)
-        if self.dirty or self.pending or self.waiters or self.row_ops:
+            self._release(repl.release_bid(bid) if repl is not None and repl.ack_n else bid, None)
+        if self.dirty or self.pending or self.hold_max > bid or self.row_ops:
             # durable: the next batch goes at once (group commit). buffered: only if its time
             # came while this commit ran; otherwise its timer (armed by its first change) sends
             # it, so batches hold --buffer-ms of changes even when the writer is quick
