@@ -83,7 +83,7 @@ def call(client: Any, cmd: Any, argv: list[bytes], top: bool = False, proc: Any 
         us = (_now_ns() - t0) // 1000
         cmd.usec += us
         if us >= server.config.slowlog_log_slower_than >= 0 and type(r) is not Block:
-            from .commands.server import slowlog_record
+            from .commands.slowlog import slowlog_record
 
             slowlog_record(server, client, argv, us, cmd)
     return r
