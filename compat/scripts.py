@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from respqueue import keyspace
-from respqueue.call import DONE, call
+from respqueue.call import call
 from respqueue.commands.registry import Command, lookup
 from respqueue.resp import RedisError
 
@@ -189,10 +189,11 @@ class Ctx:
 
     ``call`` runs a command through ``respqueue.call.call`` with the script client, as the Lua bridge's
     redis.call does (same statistics, MONITOR feed); an error reply raises :class:`Bail` while nothing has
-    been written yet and :class:`NativeScriptError` afterwards. ``did`` is for a command whose work the
-    implementation did inline (or a read whose answer it has): it goes through ``call`` too (``proc=DONE``),
-    so statistics and MONITOR see it as the Lua path would run it. ``monitors``: whether a MONITOR client was
-    attached when the script started (the inline shortcuts are taken only without one).
+    been written yet and :class:`NativeScriptError` afterwards. A command whose work the implementation did
+    inline (or a read whose answer it has) goes through ``respqueue.call.call(ctx.sc, cmd, argv, False,
+    DONE)`` (directly: it is the hot path), so statistics and MONITOR see it as the Lua path would run it.
+    ``monitors``: whether a MONITOR client was attached when the script started (the inline shortcuts that
+    skip a command's work are taken only without one).
     """
 
     __slots__ = ("sc", "db", "server", "wrote", "sha", "monitors")
@@ -214,12 +215,6 @@ class Ctx:
                 raise NativeScriptError(r)
             raise Bail(r.msg.decode("utf-8", "replace"))
         return r
-
-    def did(self, cmd: Command, argv: list[bytes]) -> None:
-        """``argv`` ran inline (its work done, or its answer known): account for it through ``call``."""
-        if cmd.is_write:
-            self.wrote = True
-        call(self.sc, cmd, argv, False, DONE)
 
 
 def cmd(name: str) -> Command:

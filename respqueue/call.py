@@ -66,18 +66,21 @@ def call(client: Any, cmd: Any, argv: list[bytes], top: bool = False, proc: Any 
         _feed_monitors(server, client, argv)
     if top:
         t0 = _now_ns()
-    try:
-        r = (cmd.proc if proc is None else proc)(client, argv)
-    except RedisError as e:
-        e.__traceback__ = None
-        cmd.failed_calls += 1
-        r = e
-        if top:
-            count_error(server, e)
-    except Exception:
-        r = internal_error(cmd)
-        if top:
-            count_error(server, r)
+    if proc is DONE:
+        r = None  # the caller did the work (native code): only the accounting below
+    else:
+        try:
+            r = (cmd.proc if proc is None else proc)(client, argv)
+        except RedisError as e:
+            e.__traceback__ = None
+            cmd.failed_calls += 1
+            r = e
+            if top:
+                count_error(server, e)
+        except Exception:
+            r = internal_error(cmd)
+            if top:
+                count_error(server, r)
     cmd.calls += 1
     if top:
         us = (_now_ns() - t0) // 1000

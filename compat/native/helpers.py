@@ -1,6 +1,6 @@
 """What the native BullMQ scripts share (see compat/native/__init__.py): the commands they run, argument
 conversion as the Lua bridge does it, the type checks made before the first write, and the inline forms of
-the commands the scripts issue most (each accounted for through ``respqueue.call.call`` via ``Ctx.did``)."""
+the commands the scripts issue most (each accounted for through ``respqueue.call.call`` with ``proc=DONE``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import msgpack
 from hiredis import pack_command
 
 from lua.convert import format_number_arg, truncate
+from respqueue.call import DONE
+from respqueue.call import call as _call
 from respqueue.commands.registry import Command
 from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
 from respqueue.keyspace import mstime
@@ -274,7 +276,7 @@ def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
         except RedisError:
             done = False  # raised before any change: the call below reports it as the bridge would
         if done:
-            ctx.did(XADD, argv)
+            _call(ctx.sc, XADD, argv, False, DONE)
             return
     ctx.call(XADD, argv)
 
@@ -284,7 +286,7 @@ def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
     marker = ctx.db.lookup(marker_key)
     if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
         ctx.wrote = True
-        ctx.did(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+        _call(ctx.sc, ZADD, [b"ZADD", marker_key, b"0", b"0"], False, DONE)
     else:
         ctx.call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
 
@@ -295,7 +297,7 @@ def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
         ctx.wrote = True
         h.set_pairs(argv, 2)
         ctx.db.modified(argv[1])
-        ctx.did(cmd, argv)
+        _call(ctx.sc, cmd, argv, False, DONE)
     else:
         ctx.call(cmd, argv)
 
@@ -317,7 +319,7 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
         ctx.wrote = True
         h.set(field, b"%d" % v)
         db.modified(key)
-        ctx.did(HINCRBY, [b"HINCRBY", key, field, b"1"])
+        _call(ctx.sc, HINCRBY, [b"HINCRBY", key, field, b"1"], False, DONE)
         return v
     return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
 
@@ -338,7 +340,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
             db.lookup(lock_key)  # as SET does: an expired value goes first
             db.set(lock_key, token)
             db.set_expire(lock_key, int(lock_ms) + mstime())
-            ctx.did(SET, [b"SET", lock_key, token, b"PX", lock_ms])
+            _call(ctx.sc, SET, [b"SET", lock_key, token, b"PX", lock_ms], False, DONE)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
     h = db.lookup(job_key)
     if worker is not None:
@@ -352,5 +354,5 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
-    ctx.did(HGETALL, [b"HGETALL", job_key])
+    _call(ctx.sc, HGETALL, [b"HGETALL", job_key], False, DONE)
     return _active_reply(h, job_id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lua.convert import format_number_arg
+from respqueue.call import DONE
+from respqueue.call import call as _call
 from respqueue.commands.streams import xtrim_approx
 from respqueue.numbers import str2int
 from respqueue.types.hash import Hash
@@ -187,7 +189,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     monitors = ctx.monitors
     # ---- reads (an error here still falls back to Lua: nothing written yet)
     job = db.lookup(job_key)
-    ctx.did(EXISTS, [b"EXISTS", job_key])
+    _call(ctx.sc, EXISTS, [b"EXISTS", job_key], False, DONE)
     if job is None:
         return -1
     if not failed:
@@ -198,7 +200,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
                 if call(cmd_, [name, k]) != 0:
                     return code
             else:
-                ctx.did(cmd_, [name, k])
+                _call(ctx.sc, cmd_, [name, k], False, DONE)
     remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
     fetch_next = fetch == b"1"
     # ---- everything that could fail or branch after the first write
@@ -255,7 +257,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         if monitors or (lock_token is not None and type(lock_token) is not bytes):
             lock_token = call(GET, [b"GET", lock_key])
         else:
-            ctx.did(GET, [b"GET", lock_key])
+            _call(ctx.sc, GET, [b"GET", lock_key], False, DONE)
         if lock_token != token:
             return -2 if lock_token is None else -6
         if monitors:
@@ -263,16 +265,16 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         else:
             ctx.wrote = True
             db.delete(lock_key)
-            ctx.did(DEL, [b"DEL", lock_key])
+            _call(ctx.sc, DEL, [b"DEL", lock_key], False, DONE)
         if monitors or db.lookup(stalled_key) is not None:
             call(SREM, [b"SREM", stalled_key, job_id])
         else:
-            ctx.did(SREM, [b"SREM", stalled_key, job_id])  # no stalled set: nothing to remove
+            _call(ctx.sc, SREM, [b"SREM", stalled_key, job_id], False, DONE)  # no stalled set: nothing to remove
     # HMGET parentKey parent deid: all three are absent (checked above)
-    ctx.did(HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
+    _call(ctx.sc, HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"], False, DONE)
     call(LREM, [b"LREM", active_key, b"-1", job_id])
     # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
-    ctx.did(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    _call(ctx.sc, HGET, [b"HGET", meta_key, b"opts.maxLenEvents"], False, DONE)
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
@@ -281,7 +283,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     else:
         ctx.wrote = True
         xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
-        ctx.did(XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events])
+        _call(ctx.sc, XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events], False, DONE)
     attempts_made = _hincr1(ctx, job_key, b"atm", job)  # the job hash: nothing replaced it since the checks
     if not remove:
         call(ZADD, [b"ZADD", target_key, ts, job_id])
@@ -297,14 +299,14 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
                     b"attemptsMade", b"%d" % attempts_made])
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
-        ctx.did(HMGET, [b"HMGET", meta_key, *variant])
+        _call(ctx.sc, HMGET, [b"HMGET", meta_key, *variant], False, DONE)
         meta = db.lookup(meta_key)  # trimEvents may have created it
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
         paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
         # (upto: an integer below 2**53 for a whole-ms timestamp, which %.17g prints as %d)
         up = b"%d" % upto if upto.is_integer() and upto < _EXACT else format_number_arg(upto)
-        ctx.did(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", up, b"LIMIT", b"0", b"1000"])
+        _call(ctx.sc, ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", up, b"LIMIT", b"0", b"1000"], False, DONE)
         if paused_or_maxed:
             return [0, 0, 0, 0]
         nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
