@@ -37,7 +37,10 @@ def test_stream_added_sees_every_xadd_form() -> None:
     finally:
         events.unsubscribe("stream_added", hook)
     assert [(k, format_id(i), f) for _c, k, i, f in seen] == [
-        (b"s", r1, [b"a", b"1"]), (b"s", r2, [b"b", b"2"]), (b"s", r3, [b"c", b"3"])]
+        (b"s", r1, [b"a", b"1"]),
+        (b"s", r2, [b"b", b"2"]),
+        (b"s", r3, [b"c", b"3"]),
+    ]
     assert all(x[0] is c for x in seen)
     process(c, [b"XADD", b"s", b"*", b"f", b"6"])
     assert len(seen) == 3  # unsubscribed

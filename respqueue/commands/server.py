@@ -30,9 +30,27 @@ from .util import eq, str2int
 
 #: re-exported: these lived here before the split (importers on other branches)
 __all__ = [
-    "REDIS_VERSION", "_MOVABLE", "_all_commands", "_movable_keys", "_rss_bytes", "_subcommands_of", "acl_categories",
-    "bytes_to_human", "canonical", "command_info_entry", "config_extra", "config_set", "get_config", "get_keys", "info_text",
-    "parse_memory_strict", "reset_stats", "slowlog_get", "slowlog_len", "slowlog_record", "slowlog_reset",
+    "REDIS_VERSION",
+    "_MOVABLE",
+    "_all_commands",
+    "_movable_keys",
+    "_rss_bytes",
+    "_subcommands_of",
+    "acl_categories",
+    "bytes_to_human",
+    "canonical",
+    "command_info_entry",
+    "config_extra",
+    "config_set",
+    "get_config",
+    "get_keys",
+    "info_text",
+    "parse_memory_strict",
+    "reset_stats",
+    "slowlog_get",
+    "slowlog_len",
+    "slowlog_record",
+    "slowlog_reset",
 ]
 
 # =========================================================================
