@@ -241,11 +241,18 @@ def _retention(v: str) -> str:
     return v
 
 
+def load_plugins() -> None:
+    """compat/ registers itself with the core at import (job history: its tables with the store, its capture
+    with the journal, its XADD hook): the CLI, where the process starts, loads it; the core never does."""
+    import compat.history  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
         args.insert(0, "serve")
     ns = build_parser().parse_args(args)
+    load_plugins()
     if ns.cmd == "serve":
         flags = {k: v for k, v in vars(ns).items() if k != "cmd"}
         try:

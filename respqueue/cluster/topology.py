@@ -85,7 +85,7 @@ def key_indexes(cmd: Any, argv: list[bytes]) -> list[int] | range:
 
         return migrate_key_indexes(argv)
     if _movable is None:
-        from ..commands.server import _movable_keys
+        from ..commands.introspection import _movable_keys
 
         _movable = _movable_keys
     try:
