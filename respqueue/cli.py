@@ -243,8 +243,10 @@ def _retention(v: str) -> str:
 
 def load_plugins() -> None:
     """compat/ registers itself with the core at import (job history: its tables with the store, its capture
-    with the journal, its XADD hook): the CLI, where the process starts, loads it; the core never does."""
+    with the journal, its XADD hook; its metrics and dashboard API with the HTTP server): the CLI, where the
+    process starts, loads it; the core never does."""
     import compat.history  # noqa: F401
+    import compat.metrics  # noqa: F401  (BullMQ's /metrics families and the dashboard API: http.PLUGINS)
 
 
 def main(argv: list[str] | None = None) -> int:
