@@ -111,6 +111,9 @@ def run_bullmq(args: argparse.Namespace) -> int:
                 break
             time.sleep(0.2)
         time.sleep(0.5)
+        if args.log:
+            with open(args.log, "w") as f:
+                f.write("\n".join(lines.lines) + "\n")
         return check_bullmq(args, c, lines.lines, rows)
     finally:
         if node.poll() is None:
@@ -200,6 +203,7 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--replica-ack", type=int, default=1)
     ap.add_argument("--bullmq", action="store_true", help="a BullMQ producer and worker instead of an INCR loop")
+    ap.add_argument("--log", help="with --bullmq: write the producer/worker's output lines to this file")
     args = ap.parse_args()
     if args.bullmq:
         sys.exit(run_bullmq(args))
