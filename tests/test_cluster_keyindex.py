@@ -61,7 +61,7 @@ def test_index_matches_brute_force(node):
     for k in rnd.sample(keys, 300):  # some come back, as the newest of their slot
         call(c, "HSET", k + ":h", "f", "v")
         call(c, "SET", k, "again")
-    for k in rnd.sample(keys, 50):
+    for k in rnd.sample(keys[:3000], 50):  # tagged: the new name is in the same slot
         if call(c, "EXISTS", k):
             assert call(c, "RENAME", k, k + ":renamed") == b"OK"
     lazy = rnd.sample(keys, 200)
