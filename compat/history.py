@@ -1,7 +1,9 @@
 """Job-history capture inside the server (``server.history``).
 
-BullMQ writes every lifecycle event of a job to the stream ``<prefix>:<queue>:events`` with XADD. XADD
-calls :meth:`HistoryCapture.on_event` for streams whose name ends in ``:events``; the capture reads the job
+BullMQ writes every lifecycle event of a job to the stream ``<prefix>:<queue>:events`` with XADD. The
+capture subscribes to the core's ``stream_added`` hook (respqueue/events.py) when it opens, and
+:func:`on_stream_added` hands the entries of streams whose name ends in ``:events`` to
+:meth:`HistoryCapture.on_event` (the core knows nothing of events streams). The capture reads the job
 hash ``<prefix>:<queue>:<jobId>`` from the same database and appends rows for ``job_events`` (and, for a
 job that finished, ``job_final``) to the journal's open batch, so they commit in the same SQLite
 transaction as the write they record: no extra round trip, no disk wait on the hot path.
@@ -46,6 +48,9 @@ import time
 from typing import Any
 
 from compat.history_schema import EVENTS, HISTORY_DDL
+from respqueue import events
+from respqueue.persistence import register_plugin
+from respqueue.persistence.store import register_schema
 from respqueue.types.hash import Hash
 
 log = logging.getLogger("respqueue")
@@ -98,6 +103,10 @@ def history_statements() -> list[str]:
     """The DDL of the history tables as single statements (for the store's migration)."""
     return [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
 
+
+#: the history tables, created by the store's schema version 2 (the version that added them)
+HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
+register_schema("history", 2, history_statements(), HISTORY_TABLES)
 
 _KINDS = {e.encode(): e for e in EVENTS}  # event name -> its str (no decode per event)
 
@@ -386,9 +395,35 @@ def _count(conn: sqlite3.Connection, sql: str, cutoff: int) -> int:
     return int(row[0])
 
 
+def on_stream_added(c: Any, key: bytes, sid: int, argv: list[bytes], pos: int) -> None:
+    """The ``stream_added`` hook (respqueue/events.py): an XADD to a BullMQ events stream records the job's
+    life in the server's capture, if it has one."""
+    if key.endswith(b":events"):
+        h = c.server.history
+        if h is not None:
+            h.on_event(c, key, sid >> 64, argv, pos)
+
+
 def open_history(server: Any, journal: Any) -> HistoryCapture | None:
-    """Build the capture from the server's config (None when ``--history off``)."""
+    """Build the capture from the server's config (None when ``--history off``); subscribes to XADDs."""
     cfg = server.config
     if not parse_switch(getattr(cfg, "history", "on")):
         return None
+    events.subscribe("stream_added", on_stream_added)
     return HistoryCapture(server, journal, parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION)))
+
+
+def check_config(cfg: Any) -> None:
+    """Validate ``--history`` and ``--history-retention`` (ValueError with the message)."""
+    parse_switch(getattr(cfg, "history", "on"))
+    parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION))
+
+
+def attach(server: Any, journal: Any) -> None:
+    """The store is open: start the capture (``server.history``) unless ``--history off``."""
+    server.history = open_history(server, journal)
+    if server.history is not None:
+        server.history.start()
+
+
+register_plugin("history", check_config, attach)

@@ -28,6 +28,7 @@ import time
 from collections import deque
 from typing import Any
 
+from respqueue import http as _http
 from respqueue.stats import Histogram
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
@@ -376,3 +377,7 @@ def register(server: Any) -> QueueMetrics:
 
     register_routes(server, m)
     return m
+
+
+# registered with the core's HTTP server at import (cli.load_plugins): the core never imports compat/
+_http.PLUGINS.append(register)

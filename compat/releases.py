@@ -21,8 +21,8 @@ holds data only; compat/scripts.py imports it.
 major B (``npm view bullmq versions --json`` / ``pip index versions bullmq``). Without arguments the tool
 scans :data:`DEFAULT_NPM` and :data:`DEFAULT_PYPI`.
 
-Which of the recorded digests run natively is decided by compat/native_bullmq.py from the layouts. After
-regenerating the table, check every scanned release against the Lua oracle (it downloads them again):
+Which of the recorded digests run natively is decided by compat/native/ (each script's accept function) from
+the layouts. After regenerating the table, check every scanned release against the Lua oracle (it downloads them again):
 ``RESPQUEUE_RELEASE_SWEEP=1 python -m pytest tests/test_native_scripts.py -k release_family``.
 """
 

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 from respqueue import keyspace
+from respqueue.call import call
 from respqueue.commands.registry import Command, lookup
-from respqueue.dispatch import internal_error
 from respqueue.resp import RedisError
 
 from . import script_table
@@ -187,10 +187,13 @@ def enabled(server: Any) -> bool:
 class Ctx:
     """What a native implementation gets: the database, and ``call`` for commands.
 
-    ``call`` runs a command procedure exactly as the Lua bridge's redis.call
-    does (same client, statistics, MONITOR feed); an error reply raises
-    :class:`Bail` while nothing has been written yet and
-    :class:`NativeScriptError` afterwards.
+    ``call`` runs a command through ``respqueue.call.call`` with the script client, as the Lua bridge's
+    redis.call does (same statistics, MONITOR feed); an error reply raises :class:`Bail` while nothing has
+    been written yet and :class:`NativeScriptError` afterwards. A command whose work the implementation did
+    inline (or a read whose answer it has) goes through ``respqueue.call.call(ctx.sc, cmd, argv, False,
+    DONE)`` (directly: it is the hot path), so statistics and MONITOR see it as the Lua path would run it.
+    ``monitors``: whether a MONITOR client was attached when the script started (the inline shortcuts that
+    skip a command's work are taken only without one).
     """
 
     __slots__ = ("sc", "db", "server", "wrote", "sha", "monitors")
@@ -206,34 +209,12 @@ class Ctx:
     def call(self, cmd: Command, argv: list[bytes]) -> Any:
         if cmd.is_write:
             self.wrote = True
-        if self.monitors:
-            try:
-                self.server.feed_monitors(self.sc, argv)
-            except Exception:
-                pass
-        # respqueue.dispatch.call, inlined (this is the hot path of every native script)
-        try:
-            r = cmd.proc(self.sc, argv)  # type: ignore[misc]
-        except RedisError as e:
-            e.__traceback__ = None
-            cmd.failed_calls += 1
-            r = e
-        except Exception:
-            r = internal_error(cmd)
-        cmd.calls += 1
+        r = call(self.sc, cmd, argv)
         if isinstance(r, RedisError):
             if self.wrote:
                 raise NativeScriptError(r)
             raise Bail(r.msg.decode("utf-8", "replace"))
         return r
-
-
-    def feed(self, argv: list[bytes]) -> None:
-        """Show ``argv`` to MONITOR clients as the bridge would (for a command the caller runs inline)."""
-        try:
-            self.server.feed_monitors(self.sc, argv)
-        except Exception:
-            pass
 
 
 def cmd(name: str) -> Command:

@@ -18,11 +18,12 @@ import time
 from typing import Any
 
 from respqueue import keyspace
+from respqueue.call import Block, call
 from respqueue.client import Client
 from respqueue.commands.registry import COMMANDS as _COMMANDS
 from respqueue.commands.registry import Command
 from respqueue.commands.util import parse_int
-from respqueue.dispatch import Block, call, resolve
+from respqueue.dispatch import resolve
 from respqueue.errors import NOSCRIPT
 from respqueue.resp import NO_REPLY, RedisError, Status
 
@@ -317,8 +318,6 @@ class Scripting:
                     if argv is not None:
                         if cmd.is_write:
                             self.wrote = True
-                        if self.server.monitors:
-                            self._feed_monitors(argv)
                         r = call(self.client, cmd, argv)
                         t = type(r)
                         if t is bytes or t is int:
@@ -351,12 +350,6 @@ class Scripting:
         elif r is NO_REPLY:
             r = None
         return self.conv.to_lua(r, self.resp)
-
-    def _feed_monitors(self, argv: list[bytes]) -> None:
-        try:
-            self.server.feed_monitors(self.client, argv)
-        except Exception:
-            pass
 
     def _bridge_pcall(self, *args: Any) -> Any:
         try:
@@ -420,8 +413,6 @@ class Scripting:
                 # over maxmemory: a script's first write that needs memory fails, as Redis's scriptVerifyOOM
                 return None, self.mk_err(OOM_MSG)
             self.wrote = True
-        if self.server.monitors:
-            self._feed_monitors(argv)
         r = call(self.client, cmd, argv)
         t = type(r)
         if t is bytes or t is int:

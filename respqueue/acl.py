@@ -197,8 +197,8 @@ class _Table:
     """Every command and subcommand with its categories, computed once (the table is fixed at import)."""
 
     def __init__(self) -> None:
+        from .commands.introspection import _subcommands_of, acl_categories
         from .commands.registry import unique_commands
-        from .commands.server import _subcommands_of, acl_categories
 
         self.top: list[Any] = []  # top-level commands (containers included), by name
         self.subs: dict[int, list[Any]] = {}  # id(container) -> its subcommands
@@ -723,8 +723,8 @@ def _info(cmd: Any) -> tuple[Any, ...]:
     info = _INFO.get(cmd)
     if info is None:
         global _movable_keys
-        from .commands.server import _MOVABLE
-        from .commands.server import _movable_keys as mk
+        from .commands.introspection import _MOVABLE
+        from .commands.introspection import _movable_keys as mk
 
         _movable_keys = mk
         name = cmd.fullname
@@ -1038,7 +1038,7 @@ class AclState:
 
 def _log_max(server: Any) -> int:
     try:
-        from .commands.server import get_config
+        from .commands.config import get_config
 
         return int(get_config(server, "acllog-max-len"))
     except (KeyError, ValueError):

@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``respqueue cluster info|check`` (README: Cluster mode)."""
-    c = sub.add_parser("cluster", help="cluster tools: info and check")
+    c = sub.add_parser("cluster", help="cluster tools: info, check, reshard and rebalance")
     cs = c.add_subparsers(dest="cluster_cmd", required=True)
     for name, what in (("info", "keys and slots of every node"),
                        ("check", "info, and whether the nodes agree, cover every slot and have no open slots")):
@@ -46,6 +46,22 @@ def add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     m.add_argument("--to", required=True, metavar="HOST:PORT", help="the node that gets them")
     m.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
     m.add_argument("--password", help="AUTH password")
+    add_rebalance_command(cs)
+
+
+def add_rebalance_command(cs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``respqueue cluster rebalance`` (respqueue/cluster/rebalance.py)."""
+    r = cs.add_parser("rebalance", help="even the slots out over the masters (by weight), moving their keys live,"
+                      " as redis-cli --cluster rebalance")
+    r.add_argument("addrs", nargs="*", metavar="HOST:PORT", help="nodes to start from (default: the cluster file)")
+    r.add_argument("--cluster-config", dest="cluster_config", metavar="FILE", help="the cluster file")
+    r.add_argument("--weight", action="append", default=[], metavar="NODE=W",
+                   help="a master's weight (NODE: id, id prefix or HOST:PORT; default 1; 0 empties it); repeatable")
+    r.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
+                   help="move nothing unless a master is more than PCT%% off its share (default 2)")
+    r.add_argument("--simulate", action="store_true", help="print the plan, move nothing")
+    r.add_argument("--use-empty-masters", action="store_true", help="give slots to masters that have none")
+    r.add_argument("--password", help="AUTH password")
 
 
 def run_cluster_command(ns: argparse.Namespace) -> int:
@@ -68,6 +84,15 @@ def run_cluster_command(ns: argparse.Namespace) -> int:
             print(f"respqueue: {e}", file=sys.stderr)
             return 2
         return move_slots(seeds, slots, ns.to, ns.password)
+    if ns.cluster_cmd == "rebalance":
+        from .cluster.rebalance import parse_weights, rebalance
+
+        try:
+            weights = parse_weights(ns.weight)
+        except ValueError as e:
+            print(f"respqueue: {e}", file=sys.stderr)
+            return 2
+        return rebalance(seeds, weights, ns.threshold, ns.simulate, ns.use_empty_masters, ns.password)
     return report(seeds, ns.password, ns.cluster_cmd == "check")
 
 
@@ -241,11 +266,20 @@ def _retention(v: str) -> str:
     return v
 
 
+def load_plugins() -> None:
+    """compat/ registers itself with the core at import (job history: its tables with the store, its capture
+    with the journal, its XADD hook; its metrics and dashboard API with the HTTP server): the CLI, where the
+    process starts, loads it; the core never does."""
+    import compat.history  # noqa: F401
+    import compat.metrics  # noqa: F401  (BullMQ's /metrics families and the dashboard API: http.PLUGINS)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
         args.insert(0, "serve")
     ns = build_parser().parse_args(args)
+    load_plugins()
     if ns.cmd == "serve":
         flags = {k: v for k, v in vars(ns).items() if k != "cmd"}
         try:

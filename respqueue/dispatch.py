@@ -1,15 +1,16 @@
 """From argv to reply: lookup, arity, auth, MULTI queueing and the call itself.
 
 :func:`process` is what a network connection calls for each request.
-:func:`call` runs a resolved command and is shared with EXEC and the Lua bridge.
+:func:`call` (respqueue/call.py) runs the resolved command: the one call() that EXEC, the Lua bridge and
+native scripts use too. ``Block``, ``call``, ``count_error`` and ``internal_error`` are re-exported here.
 """
 
 from __future__ import annotations
 
 import logging
-from time import perf_counter_ns as _now_ns
 from typing import Any
 
+from .call import Block, call, count_error, internal_error
 from .commands.registry import COMMANDS as _COMMANDS
 from .commands.registry import Command, lookup
 from .errors import NOAUTH, unknown_command, unknown_subcommand, wrong_args
@@ -17,28 +18,13 @@ from .resp import QUEUED, RedisError
 
 log = logging.getLogger("respqueue")
 
+__all__ = ["Block", "call", "count_error", "internal_error", "process", "resolve"]
+
 # what a RESP2 client in subscribed mode may still run
 _PUBSUB_ALLOWED = frozenset(
     {"ping", "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "quit", "reset"}
 )
 _MULTI_PASSTHROUGH = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
-
-
-class Block:
-    """Returned by a blocking command that must wait for ``keys``.
-
-    ``timeout`` is in seconds (0 waits forever); ``timeout_reply`` is what the
-    client gets when it expires; ``argv`` optionally replaces the command's
-    arguments for the retries (XREAD resolves ``$`` once, at block time).
-    """
-
-    __slots__ = ("keys", "timeout", "timeout_reply", "argv")
-
-    def __init__(self, keys: list[bytes], timeout: float, timeout_reply: Any, argv: list[bytes] | None = None) -> None:
-        self.keys = keys
-        self.timeout = timeout
-        self.timeout_reply = timeout_reply
-        self.argv = argv
 
 
 def resolve(argv: list[bytes]) -> Command | RedisError:
@@ -107,26 +93,7 @@ def process(client: Any, argv: list[bytes]) -> Any:
             return RedisError("ERR Command not allowed inside a transaction")
         client.multi.append((cmd, argv))
         return QUEUED
-    t0 = _now_ns()
-    try:
-        r = cmd.proc(client, argv)  # type: ignore[misc]
-    except RedisError as e:
-        e.__traceback__ = None
-        cmd.failed_calls += 1
-        r = e
-        count_error(client.server, e)
-    except Exception:
-        r = internal_error(cmd)
-        count_error(client.server, r)
-    us = (_now_ns() - t0) // 1000
-    cmd.calls += 1
-    cmd.usec += us
-    server = client.server
-    if us >= server.config.slowlog_log_slower_than >= 0 and type(r) is not Block:
-        from .commands.server import slowlog_record
-
-        slowlog_record(server, client, argv, us, cmd)
-    return r
+    return call(client, cmd, argv, True)
 
 
 def _protected_command(client: Any, cmd: Command) -> RedisError | None:
@@ -160,12 +127,6 @@ def _exec_writes(client: Any, cmd: Command) -> bool:
     return cmd.name == "exec" and bool(client.multi) and any(c.is_write for c, _ in client.multi)
 
 
-def count_error(server: Any, err: RedisError) -> None:
-    """INFO errorstats: count error replies by their first word (ERR, WRONGTYPE...)."""
-    code = err.msg.split(b" ", 1)[0]
-    server.errorstats[code] = server.errorstats.get(code, 0) + 1
-
-
 def _rejected(client: Any, err: RedisError, argv: list[bytes] | None = None) -> RedisError:
     client.server.stats_rejected_calls += 1
     count_error(client.server, err)
@@ -194,25 +155,3 @@ def _redirected(client: Any, cmd: Command, err: RedisError) -> RedisError:
         count_error(client.server, err)
         return err
     return _rejected(client, err)
-
-
-def call(client: Any, cmd: Command, argv: list[bytes]) -> Any:
-    """Run a resolved command; errors come back as RedisError replies."""
-    try:
-        r = cmd.proc(client, argv)  # type: ignore[misc]
-    except RedisError as e:
-        e.__traceback__ = None
-        cmd.failed_calls += 1
-        r = e
-    except Exception:
-        r = internal_error(cmd)
-    cmd.calls += 1
-    return r
-
-
-def internal_error(cmd: Command) -> RedisError:
-    """The reply when ``cmd``'s procedure raised something other than a RedisError (call it in the
-    ``except`` block: it logs the traceback); counts the failed call."""
-    log.exception("internal error running %s", cmd.fullname)
-    cmd.failed_calls += 1
-    return RedisError(f"ERR internal error while running '{cmd.fullname}'")

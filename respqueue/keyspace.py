@@ -41,7 +41,7 @@ def type_name(value: Any) -> bytes:
 
 
 class Database:
-    __slots__ = ("index", "server", "data", "expires", "expire_heap", "watched", "blocking", "avg_ttl")
+    __slots__ = ("index", "server", "data", "expires", "expire_heap", "watched", "blocking", "avg_ttl", "slot_index")
 
     def __init__(self, index: int, server: Server) -> None:
         self.index = index
@@ -54,6 +54,8 @@ class Database:
         # key -> FIFO of clients blocked on it
         self.blocking: dict[bytes, deque[Any]] = {}
         self.avg_ttl = 0
+        # cluster mode, database 0: slot -> keys (respqueue/cluster/keyindex.py), made on first use
+        self.slot_index: Any = None
 
     # ---- lookups -------------------------------------------------------
     def lookup(self, key: bytes) -> Any:
@@ -138,6 +140,8 @@ class Database:
             s.journal.key_changed(self, key, created)
         if s.mem_guard is not None:
             s.mem_guard.key_changed(self, key)
+        if self.slot_index is not None:
+            self.slot_index.changed(key, created)
 
     def touch_all_watched(self) -> None:
         for clients in self.watched.values():
@@ -195,6 +199,8 @@ class Database:
         self.data.clear()
         self.expires.clear()
         self.expire_heap.clear()
+        if self.slot_index is not None:
+            self.slot_index.clear()
         self.server.dirty += n
         if self.server.journal is not None:
             self.server.journal.db_flushed(self)

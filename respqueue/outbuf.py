@@ -34,7 +34,7 @@ Limits = dict[str, tuple[int, int, int]]
 
 
 def _memtoull(v: str) -> int | None:
-    from .commands.server import parse_memory_strict
+    from .commands.config import parse_memory_strict
 
     return parse_memory_strict(v.encode("latin-1", "replace"))
 

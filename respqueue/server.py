@@ -272,15 +272,11 @@ class Server:
         self._cron_task = loop.create_task(self._cron())
 
     async def _start_http(self) -> None:
-        """The metrics and dashboard HTTP server (``--metrics-port``), with BullMQ's queues from compat/."""
-        from .http import start_http
+        """The metrics and dashboard HTTP server (``--metrics-port``), with what plug-ins registered in ``http.PLUGINS``."""
+        from .http import PLUGINS, start_http
 
-        try:
-            from compat.metrics import register
-
-            register(self)
-        except ImportError:  # pragma: no cover - compat/ is part of the package
-            log.warning("BullMQ metrics unavailable: compat.metrics cannot be imported")
+        for plugin in PLUGINS:  # compat/ registers BullMQ's queues and the dashboard API (cli.load_plugins)
+            plugin(self)
         self.http = await start_http(self)
 
     async def serve_forever(self) -> None:

@@ -646,3 +646,44 @@ def test_migrate_between_standalone_servers(r, ref, redis_ref):
     with pytest.raises(Exception, match="IOERR error or timeout connecting to the client"):
         r.execute_command("MIGRATE", "127.0.0.1", 1, "s", 0, 1000)
     ref.flushall()
+
+
+def test_keysinslot_index_after_deletes_expiries_renames_and_flushall(pair):
+    """The per-slot index (respqueue/cluster/keyindex.py) against Redis: many keys over a few slots, deleted,
+    re-created (which moves a key to the front), renamed, expired and flushed."""
+    import time
+
+    from respqueue.cluster.slots import key_slot
+
+    tags = [t for t in (f"t{i}" for i in range(40)) if key_slot(t.encode()) <= 5460][:6]
+    slots = [str(key_slot(t.encode())) for t in tags]
+
+    def compare() -> None:
+        for s in slots:
+            pair("CLUSTER", "COUNTKEYSINSLOT", s)
+            for n in ("1", "7", "1000"):
+                pair("CLUSTER", "GETKEYSINSLOT", s, n)
+
+    compare()  # the index is made here, then kept up to date
+    for i in range(300):
+        pair("SET", f"{{{tags[i % len(tags)]}}}k{i}", "v")
+    compare()
+    for i in range(0, 300, 3):
+        pair("DEL", f"{{{tags[i % len(tags)]}}}k{i}")
+    for i in range(0, 60, 6):
+        pair("SET", f"{{{tags[i % len(tags)]}}}k{i}", "back")
+    for i in range(1, 60, 9):
+        pair("RENAME", f"{{{tags[i % len(tags)]}}}k{i}", f"{{{tags[i % len(tags)]}}}renamed{i}")
+    for i in range(2, 300, 5):
+        pair("PEXPIRE", f"{{{tags[i % len(tags)]}}}k{i}", "1")
+    pair("SET", f"{{{tags[0]}}}gone", "v", "PX", "1")
+    time.sleep(0.05)
+    for i in range(2, 300, 5):
+        pair("EXISTS", f"{{{tags[i % len(tags)]}}}k{i}")
+    pair("EXISTS", f"{{{tags[0]}}}gone")
+    compare()
+    pair("FLUSHALL")
+    compare()
+    for i in range(20):
+        pair("RPUSH", f"{{{tags[i % 2]}}}l{i}", "x")
+    compare()

@@ -321,6 +321,31 @@ def test_migration_from_version_1(server, tmp_path):
     assert db_rows(srv, "SELECT job_id, event FROM job_events") == [("1", "added")]
 
 
+def test_store_made_without_the_history_schema_gets_it(server, tmp_path):
+    """A store of the current version created while history was not registered (the store knows no plug-in's
+    tables: compat/history.py registers them) gets the history tables when a server opens it."""
+    from respqueue.persistence.store import SCHEMAS
+
+    registered = {s for _v, stmts, _t in SCHEMAS.values() for s in stmts}
+    assert registered and all(s in MIGRATIONS[2] for s in registered)
+    d = tmp_path / "s0" / "data"
+    d.mkdir(parents=True)
+    conn = sqlite3.connect(d / "respqueue.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    for v in range(1, SCHEMA_VERSION + 1):
+        for stmt in MIGRATIONS[v]:
+            if stmt not in registered:
+                conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+    assert not conn.execute("SELECT name FROM sqlite_master WHERE name='job_events'").fetchall()
+    conn.close()
+    srv = server()
+    r = redis.Redis(port=srv.port)
+    r.xadd("bull:q:events", {"event": "added", "jobId": "1"})
+    assert db_rows(srv, "SELECT job_id, event FROM job_events") == [("1", "added")]
+    assert db_rows(srv, "SELECT value FROM meta WHERE name='schema_version'") == [(str(SCHEMA_VERSION),)]
+
+
 def test_repair_keeps_history(server):
     srv = server()
     r = redis.Redis(port=srv.port)

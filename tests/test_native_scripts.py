@@ -1,4 +1,4 @@
-"""Native BullMQ script paths (compat/native_bullmq.py) against the Lua path as the oracle.
+"""Native BullMQ script paths (compat/native/) against the Lua path as the oracle.
 
 Two respqueue servers run the same EVAL/EVALSHA workload, one with
 ``--native-scripts off`` (Lua) and one with ``on``; every reply and, after every
@@ -932,7 +932,7 @@ def release_scenario(pair: Pair, bodies: dict[str, bytes]) -> dict[str, int]:
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_release_family_oracle(pair: Pair, family: str) -> None:
     """For each covered release family the hot scripts run natively and match the Lua path exactly."""
-    import compat.native_bullmq  # noqa: F401  (registers the native implementations)
+    import compat.native  # noqa: F401  (registers the native implementations)
     from compat.scripts import SCRIPTS, native_digests
 
     bodies = FAMILIES[family]

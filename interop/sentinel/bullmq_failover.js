@@ -3,8 +3,9 @@
 // Usage: node bullmq_failover.js SENTINEL_PORTS QUEUE N [DELAY_MS]
 //   SENTINEL_PORTS: comma-separated ports on 127.0.0.1; the master set is named `mymaster`.
 // It adds jobs j0, j1, ... one at a time (an add that fails is retried with the same job id, so it is
-// idempotent), at most N, and stops adding when a line `stop` arrives on stdin; it processes them. Lines on stdout: `added ID` once an add was acknowledged,
-// `processed ID` each time the processor ran, `completed ID` for each 'completed' event, `error MSG`,
+// idempotent), at most N, and stops adding when a line `stop` arrives on stdin; it processes them. Lines on stdout:
+// `added ID MS` once an add was acknowledged, `processed ID MS` each time the processor ran, `completed ID MS` for
+// each 'completed' event (emitted once moveToFinished returned), with MS the wall clock (Date.now()), `error MSG`,
 // then, once the queue holds every job as finished, `finished ID ID ...` (the completed set), `done`
 // and the counts as JSON: `counts {...}`.
 'use strict';
@@ -35,14 +36,14 @@ async function main() {
   queue.on('error', (e) => out(`error queue ${e.message}`));
   let finished = false;
   const worker = new Worker(queueName, async (job) => {
-    out(`processed ${job.id}`);
+    out(`processed ${job.id} ${Date.now()}`);
     return job.data.i;
   }, {
     connection: connection(), concurrency: 4, lockDuration: 5000, stalledInterval: 2000, maxStalledCount: 100,
   });
   worker.on('error', (e) => out(`error worker ${e.message}`));
   worker.on('completed', (job) => {
-    out(`completed ${job.id}`);
+    out(`completed ${job.id} ${Date.now()}`);
   });
   let stop = false;
   process.stdin.on('data', (d) => { if (String(d).includes('stop')) stop = true; });
@@ -52,7 +53,7 @@ async function main() {
     for (;;) {
       try {
         await queue.add('job', { i }, { jobId: id, removeOnComplete: false });
-        out(`added ${id}`);
+        out(`added ${id} ${Date.now()}`);
         total = i + 1;
         break;
       } catch (e) {

@@ -85,7 +85,7 @@ def key_indexes(cmd: Any, argv: list[bytes]) -> list[int] | range:
 
         return migrate_key_indexes(argv)
     if _movable is None:
-        from ..commands.server import _movable_keys
+        from ..commands.introspection import _movable_keys
 
         _movable = _movable_keys
     try:
@@ -103,7 +103,6 @@ class Cluster:
         self.slots: list[Node | None] = [None] * SLOTS
         self.migrating: dict[int, Node] = {}
         self.importing: dict[int, Node] = {}
-        self.slot_keys: dict[int, list[bytes]] = {}  # keys of migrating slots (commands/cluster.py)
         self.current_epoch = max((n.epoch for n in nodes), default=0)
         self.asking_client: Any = None  # the client whose ASKING covers the command now running
         self.created_ms = int(time.time() * 1000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..cluster.keyindex import index_of
 from ..cluster.slots import SLOTS, key_slot
 from ..numbers import str2int
 from ..resp import OK, RedisError, Status
@@ -147,33 +148,11 @@ def cluster_keyslot(c: Any, argv: list[bytes]) -> Any:
 
 @subcommand("cluster", "countkeysinslot", 3, "stale")
 def cluster_countkeysinslot(c: Any, argv: list[bytes]) -> Any:
-    cl = _cluster(c)
+    _cluster(c)
     s = _int(argv[2])
     if not 0 <= s < SLOTS:
         raise INVALID_SLOT
-    if s in cl.migrating:
-        return len(keys_in_migrating_slot(cl, c.server.dbs[0].data, s))
-    return sum(1 for k in c.server.dbs[0].data if key_slot(k) == s)
-
-
-def keys_in_migrating_slot(cl: Any, data: dict[bytes, Any], s: int) -> list[bytes]:
-    """The keys of slot ``s`` while it migrates away, newest first.
-
-    There is no per-slot index, and redis-cli moves a slot ten keys at a time (GETKEYSINSLOT, MIGRATE, ...),
-    so a scan of the whole keyspace per batch would make moving a BullMQ queue (every key in one slot)
-    quadratic. While a slot migrates its keys only go away (a request for a key it lacks gets -ASK), so
-    the list from one scan is kept and filtered; when it runs dry the keyspace is scanned once more, for
-    a key created meanwhile all the same.
-    """
-    cached = cl.slot_keys.get(s)
-    if cached is not None:
-        live = [k for k in cached if k in data]
-        if live:
-            cl.slot_keys[s] = live
-            return live
-    live = [k for k in reversed(data) if key_slot(k) == s]
-    cl.slot_keys[s] = live
-    return live
+    return index_of(c.server.dbs[0]).count_in(s)
 
 
 @subcommand("cluster", "getkeysinslot", 4, "stale")
@@ -183,19 +162,10 @@ def cluster_getkeysinslot(c: Any, argv: list[bytes]) -> Any:
     n = _int(argv[3])
     if not 0 <= s < SLOTS or n < 0:
         raise RedisError(b"ERR Invalid slot or number of keys")
-    out: list[bytes] = []
     if n == 0:
-        return out
-    cl = c.server.cluster
-    if s in cl.migrating:
-        return keys_in_migrating_slot(cl, c.server.dbs[0].data, s)[:n]
-    # Redis lists a slot's keys newest first
-    for k in reversed(c.server.dbs[0].data):
-        if key_slot(k) == s:
-            out.append(k)
-            if len(out) >= n:
-                break
-    return out
+        return []
+    # Redis lists a slot's keys newest first; the per-slot index (cluster/keyindex.py) keeps them so
+    return index_of(c.server.dbs[0]).keys_in(s, n)
 
 
 @subcommand("cluster", "count-failure-reports", 3, "admin stale")
@@ -239,7 +209,6 @@ def cluster_setslot(c: Any, argv: list[bytes]) -> Any:
     cl = _cluster(c)
     slot = _slot_arg(argv[2])
     action = argv[3].lower()
-    cl.slot_keys.pop(slot, None)
     bad = RedisError(b"ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP")
     if action == b"stable":
         if len(argv) != 4:

@@ -30,7 +30,7 @@ def _native_run() -> Any:
     global _native
     if _native is None:
         try:
-            import compat.native_bullmq  # noqa: F401  (registers the implementations)
+            import compat.native  # noqa: F401  (registers the implementations)
             from compat.scripts import FALLBACK, run
 
             _native = (run, FALLBACK)

@@ -7,6 +7,7 @@ from itertools import islice
 from typing import Any
 
 from ..errors import NO_SUCH_KEY, NOT_INTEGER, SYNTAX, wrong_args
+from ..events import STREAM_ADDED
 from ..keyspace import mstime
 from ..resp import NULL_ARRAY, OK, RedisError, Status
 from ..types.stream import INVALID_ENTRIES_READ, MASK64, MAX_ID, Group, Nack, Stream, format_id
@@ -341,11 +342,9 @@ def _xadd(c: Any, argv: list[bytes], field_pos: int, a: _TrimArgs | None) -> Any
         db.add(key, s)
     else:
         db.modified(key)
-    if key.endswith(b":events"):
-        # job history (compat/history.py): BullMQ's lifecycle events, in the same commit
-        h = c.server.history
-        if h is not None:
-            h.on_event(c, key, new >> 64, argv, field_pos)
+    if STREAM_ADDED:
+        for fn in STREAM_ADDED:  # respqueue/events.py: plug-ins' hooks (e.g. job history), in the same commit
+            fn(c, key, new, argv, field_pos)
     return new
 
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from ..errors import NOT_FLOAT, NOT_INTEGER, SYNTAX, TIMEOUT_NEGATIVE, TIMEOUT_NOT_FLOAT
 from ..numbers import INT64_MAX, INT64_MIN, str2int
-from ..resp import RedisError
+from ..resp import RedisError, Status
 
 __all__ = ["INT64_MAX", "INT64_MIN", "str2int"]  # re-exported for the command modules
 
@@ -141,3 +141,8 @@ def long_double_add(cur: bytes | None, incr: bytes) -> bytes:
     a = _parse_ld(cur) if cur is not None else _parse_ld(b"0")
     b = _parse_ld(incr)
     return format_ld_human(_round_ld(a + b))
+
+
+def _help(lines: list[str]) -> list[Status]:
+    """A HELP reply: one status line each."""
+    return [Status(x.encode()) for x in lines]

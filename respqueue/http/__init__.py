@@ -31,6 +31,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 log = logging.getLogger("respqueue")
 
+#: fn(server) run when the HTTP server starts, before it listens: plug-ins add their metrics providers and
+#: routes (compat/metrics.py registers BullMQ's queues and the dashboard's JSON API here)
+PLUGINS: list[Callable[[Any], Any]] = []
+
 MAX_LINE = 8192
 MAX_HEADERS = 100
 MAX_BODY = 1 << 20

@@ -79,14 +79,15 @@ class Exposition:
 
 
 def rss_bytes() -> int:
-    from ..commands.server import _rss_bytes
+    from ..commands.info import _rss_bytes
 
     return _rss_bytes()
 
 
 def server_metrics(server: Any, e: Exposition) -> None:
     """The server's own families."""
-    from ..commands.server import REDIS_VERSION, _all_commands
+    from ..commands.connection import REDIS_VERSION
+    from ..commands.introspection import _all_commands
 
     now = time.time()
     e.metric(

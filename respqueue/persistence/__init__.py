@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .journal import Journal
@@ -17,6 +18,16 @@ MODES = ("durable", "buffered", "memory")
 
 __all__ = ["Journal", "Store", "StoreError", "StoreLocked", "check", "repair", "open_persistence", "load"]
 
+#: plug-ins that attach to the journal (compat/history.py: the job-history capture), registered at their
+#: import with :func:`register_plugin`: name -> (check(config), raising ValueError for a bad setting,
+#: attach(server, journal), run once the store is loaded)
+PLUGINS: dict[str, tuple[Callable[[Any], None], Callable[[Any, Journal], None]]] = {}
+
+
+def register_plugin(name: str, check: Callable[[Any], None], attach: Callable[[Any, Journal], None]) -> None:
+    """Have ``attach(server, journal)`` run when a store opens (after ``check(config)`` passed)."""
+    PLUGINS[name] = (check, attach)
+
 
 def open_persistence(server: Any) -> Journal | None:
     """Open the store in ``config.dir``, load it into ``server.dbs`` and return the journal
@@ -28,8 +39,6 @@ def open_persistence(server: Any) -> Journal | None:
     server.history = None
     if mode == "memory":
         return None
-    from compat.history import open_history
-
     try:
         history_check(cfg)
     except ValueError as e:
@@ -66,16 +75,14 @@ def open_persistence(server: Any) -> Journal | None:
     )
     server.loaded_keys = loaded
     server.loaded_expired = nexp
-    # job history (compat/history.py): XADD to a BullMQ events stream records the job's life
-    server.history = open_history(server, journal)
-    if server.history is not None:
-        server.history.start()
+    # plug-ins (compat/history.py: XADD to a BullMQ events stream records the job's life)
+    for _check, attach in PLUGINS.values():
+        attach(server, journal)
     return journal
 
 
 def history_check(cfg: Any) -> None:
-    """Validate ``--history`` and ``--history-retention`` (ValueError with the message)."""
-    from compat.history import DEFAULT_RETENTION, parse_retention, parse_switch
-
-    parse_switch(getattr(cfg, "history", "on"))
-    parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION))
+    """Validate the plug-ins' settings (job history: ``--history``, ``--history-retention``); ValueError
+    with the message."""
+    for check_cfg, _attach in PLUGINS.values():
+        check_cfg(cfg)

@@ -143,6 +143,9 @@ def restore(server: Any, journal: Any, keys: set[tuple[int, bytes]] | None, repl
             if v is not None and db.blocking and key in db.blocking:
                 server.ready_keys[k] = None
     journal.adopt_strings(keys)
+    for db in dbs:  # cluster mode's slot -> keys index (respqueue/cluster/keyindex.py): keys came and went
+        if db.slot_index is not None:
+            db.slot_index.rebuild()
     if replica:
         return n
     for k in expired:  # expired in the store: deleted from it by the next batch

@@ -19,8 +19,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from compat.history_schema import HISTORY_DDL
-
 from . import writer as _writer
 from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
 from .writer import frame_parts as writer_frame_parts
@@ -67,8 +65,8 @@ _SCHEMA_V1 = [
     " seq INTEGER NOT NULL, fields BLOB NOT NULL, PRIMARY KEY(db, key, ms, seq)) WITHOUT ROWID",
 ]
 
-# version 2: the job-history tables (compat/history_schema.py), written by compat/history.py
-_SCHEMA_V2 = [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
+# version 2: the job-history tables, registered by compat/history.py (see register_schema)
+_SCHEMA_V2: list[str] = []
 
 # version 4: a stream's entries are stored in chunks, a row per batch's appended entries
 # (stream_entries, a row per entry, is still read: such a stream is rewritten as chunks
@@ -100,7 +98,35 @@ _SCHEMA_V6 = [
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
 MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5, 6: _SCHEMA_V6}
-HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
+#: tables registered by plug-ins (register_schema): repair copies them when the old file has them
+REGISTERED_TABLES: list[str] = []
+#: name -> (schema version, statements, tables) of each registered schema
+SCHEMAS: dict[str, tuple[int, list[str], tuple[str, ...]]] = {}
+
+
+def register_schema(name: str, version: int, statements: list[str], tables: tuple[str, ...] = ()) -> None:
+    """A plug-in's tables (compat's job history): ``statements`` (idempotent ``CREATE ... IF NOT EXISTS``)
+    run in the migration to schema ``version`` (the version that introduced them, so that files keep
+    the same schema version and tables), and on every open of a store that lacks them. Registering the
+    same name again is a no-op. Must happen before a store is opened (at import of the plug-in)."""
+    if name in SCHEMAS:
+        return
+    if version not in MIGRATIONS or version > SCHEMA_VERSION:
+        raise ValueError(f"schema {name}: no schema version {version}")
+    stmts = [s for s in statements if s.strip()]
+    SCHEMAS[name] = (version, stmts, tuple(tables))
+    MIGRATIONS[version].extend(stmts)
+    REGISTERED_TABLES.extend(t for t in tables if t not in REGISTERED_TABLES)
+
+
+def _ensure_registered(conn: sqlite3.Connection) -> None:
+    """Create the registered tables a store of the current version lacks (it was made before the plug-in
+    registered them): ``CREATE ... IF NOT EXISTS`` writes nothing when they exist."""
+    for _version, stmts, tables in SCHEMAS.values():
+        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not set(tables) <= have:
+            for stmt in stmts:
+                conn.execute(stmt)
 
 _LATER_TABLES = ("stream_chunks", "string_chunks")  # keyspace tables that stores of an earlier schema version lack
 ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries",
@@ -453,6 +479,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             f"{path} has schema version {v}, newer than this respqueue supports ({SCHEMA_VERSION}); upgrade respqueue"
         )
     if v == SCHEMA_VERSION:
+        _ensure_registered(conn)
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -466,6 +493,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    _ensure_registered(conn)
 
 
 def check(directory: str) -> tuple[bool, str]:
@@ -532,7 +560,7 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
     except sqlite3.DatabaseError as e:
         new.close()
         return False, f"{path}: cannot be opened at all: {e}"
-    pr = progress("repair: copying rows", _count_rows(old, ALL_TABLES + HISTORY_TABLES), "rows")
+    pr = progress("repair: copying rows", _count_rows(old, ALL_TABLES + tuple(REGISTERED_TABLES)), "rows")
     new.execute("BEGIN")
     for table in ALL_TABLES:
         try:
@@ -556,8 +584,8 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
                 continue  # a store of an earlier schema version: it never had this table
             lost.append(f"{table}: {e}")
     core_lost = len(lost)
-    # job history: copied when the old file has it (columns by name, so the row ids are kept)
-    for table in HISTORY_TABLES:
+    # registered tables (job history): copied when the old file has them (columns by name: row ids kept)
+    for table in REGISTERED_TABLES:
         try:
             cols = [r[1] for r in old.execute(f"PRAGMA table_info({table})")]
             if not cols:

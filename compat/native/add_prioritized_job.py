@@ -1,0 +1,46 @@
+"""Native addPrioritizedJob: addStandardJob's path, the job going to the prioritized zset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..scripts import Ctx, native
+from .add_standard_job import _ADD_ARGV, _ADD_EVENTS, _ADD_OPTS, AddVariant, add_standard_job
+from .helpers import _writes_events
+
+#: addPrioritizedJob (6.x): KEYS marker meta id prioritized delayed completed active events pc
+PRIO_V6 = AddVariant(-1, -1, 1, 2, 6, 7, 0, 9, 7, False, False, prio=3, pc=8)
+_PRIO_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "prioritized": "prioritized", "delayed": "delayed",
+                   "completed": "completed", "active": "active", "events stream key": "events",
+                   "pc priority counter": "pc"}
+
+
+def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addPrioritizedJob's native path (the addStandardJob implementation with a prioritized variant): the
+    releases whose keys name the roles it uses and whose main code checks isQueuePausedOrMaxed (5.9+)."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _PRIO_KEY_ROLES for n in names):
+        return None
+    pos = {_PRIO_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"marker", "meta", "id", "prioritized", "active", "events", "pc"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
+            or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _writes_events(lay, _ADD_EVENTS) or not {"main>isQueuePausedOrMaxed", "main>addJobWithPriority"} <= calls:
+        return None
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], pos["active"], pos["events"], pos["marker"], numkeys, rjk[0],
+                   False, False, prio=pos["prioritized"], pc=pos["pc"])
+    return True if v == PRIO_V6 else v
+
+
+@native("addPrioritizedJob", _accept_prio)
+def add_prioritized_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = PRIO_V6) -> Any:
+    """KEYS (6.x): marker meta id prioritized delayed completed active events pc; ARGV: args, data, opts.
+    addStandardJob's path, the job going to the prioritized zset (score from the priority counter)."""
+    return add_standard_job(ctx, keys, argv, variant)

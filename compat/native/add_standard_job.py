@@ -1,0 +1,284 @@
+"""Native addStandardJob, and the implementation addPrioritizedJob and addDelayedJob share (their variants)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from respqueue.call import DONE
+from respqueue.call import call as _call
+from respqueue.numbers import str2int
+from respqueue.types.hash import Hash
+from respqueue.types.list import List
+from respqueue.types.zset import ZSet
+
+from ..scripts import Bail, Ctx, native
+from .helpers import (
+    _EXACT,
+    _INT_RE,
+    _MAX_COUNTER,
+    _META4,
+    EXISTS,
+    HEXISTS,
+    HGET,
+    HMGET,
+    HMSET,
+    HSET,
+    INCR,
+    LLEN,
+    LPUSH,
+    RPUSH,
+    ZADD,
+    ZRANGE,
+    ZREVRANGEBYSCORE,
+    _arg,
+    _check,
+    _check_meta,
+    _check_stream,
+    _num,
+    _opts_with_json,
+    _paused_or_maxed_attrs,
+    _truthy,
+    _unpack,
+    _writes_events,
+    _xadd_star,
+    _zadd_marker,
+)
+
+# ---- addStandardJob -----------------------------------------------------------------
+_ADD_ARGV = ["msgpacked arguments array", "json stringified job data", "msgpacked options"]
+_ADD_KEY_ROLES = {"wait": "wait", "paused": "paused", "meta": "meta", "id": "id", "completed": "completed",
+                  "delayed": "delayed", "active": "active", "events stream key": "events", "marker key": "marker"}
+_ADD_OPTS = frozenset({"de", "delay", "lifo", "maxLenEvents", "priority"})
+_ADD_EVENTS = ("event|added|jobId|?|name|?", "event|waiting|jobId|?")
+
+
+class AddVariant(NamedTuple):
+    """How one release's addStandardJob differs from 6.x's (its key positions and semantics)."""
+
+    wait: int
+    paused: int
+    meta: int
+    id: int
+    active: int | None  # None: the release ignores the concurrency limit (5.0-5.8: HEXISTS meta paused)
+    events: int
+    marker: int
+    numkeys: int
+    rjk: int  # index of the repeat job key in the args array; the parent fields sit between 4 and it
+    paused_list: bool  # 5.x: a paused queue's jobs go to the paused list (6.x: to wait)
+    marker_first: bool  # 5.0.0: ZADD marker before the push
+    meta_fields: tuple[bytes, ...] = (b"paused", b"concurrency")  # the HMGET of meta (5.60+: 4 fields)
+    prio: int | None = None  # addPrioritizedJob: the prioritized zset's and the priority counter's positions
+    pc: int | None = None
+    delayed: int | None = None  # addDelayedJob: the delayed zset's position
+
+
+ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
+_MAX_DELAYED_TS = 2**53 // 0x1000 - 1  # (ts + 1) * 4096 - 1 stays an exact integer
+_MAX_PRIORITY = 2**21  # BullMQ's limit; priority * 2**32 + counter stays an exact integer below 2**53
+
+
+def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addStandardJob's native path for a release whose documented keys/args and msgpack fields it knows."""
+    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+        return None
+    names = lay.get("keys", [])
+    if len(names) != numkeys or any(n not in _ADD_KEY_ROLES for n in names):
+        return None
+    pos = {_ADD_KEY_ROLES[n]: i for i, n in enumerate(names)}
+    if not {"wait", "paused", "meta", "id", "events", "marker"} <= set(pos):
+        return None
+    fields = lay.get("argv_fields", {}).get("ARGV1", [])
+    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
+    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
+            or len(rjk) != 1 or rjk[0] not in (7, 8):
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _writes_events(lay, _ADD_EVENTS):
+        return None
+    paused_list = "main>getTargetQueueList" in calls
+    if not paused_list and "main>isQueuePausedOrMaxed" not in calls:
+        return None
+    # 5.60+'s getTargetQueueList reads meta's rate-limit fields too (the only 4-field HMGET of meta there)
+    meta4 = paused_list and "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ())
+    v = AddVariant(pos["wait"], pos["paused"], pos["meta"], pos["id"], pos.get("active"), pos["events"],
+                   pos["marker"], numkeys, rjk[0], paused_list, "main>addJobInTargetList" not in calls,
+                   _META4 if meta4 else ADD_V6.meta_fields)
+    return True if v == ADD_V6 else v
+
+
+def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
+    """getDelayedScore, read before any write: (the job's score, its delayed timestamp); Bail unless exact."""
+    ts = int(ts) if type(ts) is float and ts.is_integer() else ts
+    delay = int(delay) if type(delay) is float and delay.is_integer() else delay
+    if type(ts) is bytes:
+        ts = str2int(ts) if _INT_RE.match(ts) else None
+    if type(ts) is not int or type(delay) is not int or delay < 0:
+        raise Bail("delayed timestamp")
+    when = ts + delay if delay > 0 else ts
+    if not 0 <= when <= _MAX_DELAYED_TS:
+        raise Bail("delayed timestamp")
+    lo, hi = when * 0x1000, (when + 1) * 0x1000 - 1
+    z = _check(db, delayed_key, ZSet)
+    if z is not None and len(z):
+        first = next(z.items())[0]
+        if not (first.is_integer() and 0 <= first < _EXACT):
+            raise Bail("delayed score")  # the marker's next timestamp is computed from it
+        a, b = z.score_span(float(lo), False, float(hi), False)
+        if b > a:
+            cur = z.entries(b - 1, b)[0][0]
+            if not cur.is_integer():
+                raise Bail("delayed score")
+            return (hi if cur >= hi else int(cur) + 1), when
+    return lo, when
+
+
+@native("addStandardJob", _accept_add)
+def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = ADD_V6) -> Any:
+    """KEYS (6.x): wait paused meta id completed delayed active events marker; ARGV: args, data, opts.
+
+    Other releases' key positions and paused/concurrency semantics come in ``variant``."""
+    v = variant
+    if len(argv) < 3 or len(set(keys)) != v.numkeys:
+        raise Bail("args")
+    a = _unpack(argv[0])
+    if type(a) is not list:
+        raise Bail("args")
+    if len(a) < 10:
+        a = a + [None] * (10 - len(a))
+    prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
+    if v is ADD_V6:
+        if a[4] is not None or a[5] is not None:
+            raise Bail("parent")  # parentKey / parent dependencies key
+    elif any(x is not None for x in a[4 : v.rjk]):
+        raise Bail("parent")
+    if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
+        raise Bail("args types")
+    ts = timestamp if type(timestamp) is bytes else _num(timestamp)
+    rjk = a[v.rjk]
+    if _truthy(rjk):
+        rjk = _arg(rjk)
+    elif rjk is False and v is not ADD_V6:
+        raise Bail("repeat job key false")  # older storeJob tests "~= nil"
+    else:
+        rjk = None
+    opts, opts_json = _opts_with_json(ctx, argv[2])
+    if _truthy(opts.get(b"de")):
+        raise Bail("deduplication")
+    delay = opts.get(b"delay")
+    delay = b"0" if not _truthy(delay) else _arg(delay)
+    prio = opts.get(b"priority")
+    priority = b"0" if not _truthy(prio) else _arg(prio)
+    push = RPUSH if _truthy(opts.get(b"lifo")) else LPUSH
+    if v.prio is not None:
+        if type(prio) is float and prio.is_integer():
+            prio = int(prio)
+        if type(prio) is not int or not 0 < prio <= _MAX_PRIORITY:
+            raise Bail("priority")
+    wait_key = keys[v.wait] if v.wait >= 0 else b""
+
+    meta_key, id_key, events_key, marker_key = keys[v.meta], keys[v.id], keys[v.events], keys[v.marker]
+    active_key = None if v.active is None else keys[v.active]
+    db = ctx.db
+    # ---- checks: nothing below may fail or branch differently once writing starts
+    cur = _check(db, id_key, bytes)
+    if cur is None:
+        counter = 1
+    else:
+        n = str2int(cur)
+        if n is None or n >= _MAX_COUNTER:
+            raise Bail("id counter")
+        counter = n + 1
+    meta = _check_meta(db, meta_key)
+    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+    if max_events is not None:
+        m = str2int(max_events)
+        if m is None or m < 0:
+            raise Bail("maxLenEvents")
+    job_id = custom_id if custom_id else b"%d" % counter
+    job_key = prefix + job_id
+    if job_key in keys:
+        raise Bail("key clash")
+    job = db.lookup(job_key)
+    if job is not None:
+        if custom_id:
+            raise Bail("duplicated job")
+        if type(job) is not Hash:
+            raise Bail("job key type")
+    _check_stream(db, events_key)
+    if v.delayed is not None:
+        dscore, dwhen = _delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0)
+        _check(db, marker_key, ZSet)
+    elif v.prio is not None:
+        _check(db, keys[v.prio], ZSet)
+        pc = _check(db, keys[v.pc], bytes)
+        if pc is not None:
+            n = str2int(pc)
+            if n is None or not 0 <= n < 0xFFFFFFFF:
+                raise Bail("priority counter")  # (5.x up to 5.40 take it modulo 2**48, later modulo 2**32)
+    else:
+        _check(db, wait_key, List)
+    if active_key is not None:
+        _check(db, active_key, List)
+    _check(db, marker_key, ZSet)
+    if v.paused_list:
+        _check(db, keys[v.paused], List)
+
+    # ---- the script's calls
+    call = ctx.call
+    call(INCR, [b"INCR", id_key])
+    # HGET meta opts.maxLenEvents: read above (meta is a hash or absent, and INCR wrote another key)
+    _call(ctx.sc, HGET, [b"HGET", meta_key, b"opts.maxLenEvents"], False, DONE)
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    if custom_id:
+        call(EXISTS, [b"EXISTS", job_key])
+    hm = [b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json,
+          b"timestamp", ts, b"delay", delay, b"priority", priority]
+    if rjk is not None:
+        hm += [b"rjk", rjk]
+    call(HMSET, hm)
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
+    if v.delayed is not None:
+        # addDelayedJob: getDelayedScore (computed above; nothing wrote the delayed zset since), ZADD, the
+        # delayed event, and the marker at the next delayed timestamp
+        delayed_key = keys[v.delayed]
+        lo = dwhen * 0x1000
+        call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
+                                b"LIMIT", b"0", b"1"])
+        call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
+        _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                         b"delay", b"%d" % dwhen])
+        nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+        if len(nxt) >= 2:
+            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), b"1"])
+        return job_id
+    meta = db.lookup(meta_key)
+    if active_key is None:
+        # getTargetQueueList (5.0-5.8): HEXISTS meta paused (meta: a hash or absent, checked above)
+        _call(ctx.sc, HEXISTS, [b"HEXISTS", meta_key, b"paused"], False, DONE)
+        limit = None if meta is None or meta.get(b"paused") is None else -1
+    else:
+        # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
+        _call(ctx.sc, HMGET, [b"HMGET", meta_key, *v.meta_fields], False, DONE)
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+    if limit is None:
+        paused_or_maxed = False
+    elif limit < 0:
+        paused_or_maxed = True
+        if v.paused_list:
+            wait_key = keys[v.paused]  # 5.x: a paused queue's new jobs go to its paused list
+    else:
+        paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
+    if v.prio is not None:
+        # addJobWithPriority: score = priority * 2**32 + INCR(pc) mod 2**32
+        counter = call(INCR, [b"INCR", keys[v.pc]])
+        call(ZADD, [b"ZADD", keys[v.prio], b"%d" % (prio * 0x100000000 + counter % 0x100000000), job_id])
+    elif v.marker_first and not paused_or_maxed:
+        _zadd_marker(ctx, marker_key)
+    if v.prio is None:
+        call(push, [push.name.upper().encode(), wait_key, job_id])
+    if not paused_or_maxed and not v.marker_first:
+        _zadd_marker(ctx, marker_key)
+    _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
+    return job_id

@@ -1,0 +1,358 @@
+"""What the native BullMQ scripts share (see compat/native/__init__.py): the commands they run, argument
+conversion as the Lua bridge does it, the type checks made before the first write, and the inline forms of
+the commands the scripts issue most (each accounted for through ``respqueue.call.call`` with ``proc=DONE``)."""
+
+from __future__ import annotations
+
+import re
+from itertools import chain
+from typing import Any
+
+import msgpack
+from hiredis import pack_command
+
+from lua.convert import format_number_arg, truncate
+from respqueue.call import DONE
+from respqueue.call import call as _call
+from respqueue.commands.registry import Command
+from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
+from respqueue.keyspace import mstime
+from respqueue.numbers import str2int
+from respqueue.resp import Encoded, RedisError
+from respqueue.types.hash import Hash
+from respqueue.types.stream import MAX_ID, Stream
+from respqueue.types.zset import ZSet
+
+from ..scripts import Bail, Ctx, cmd
+
+INCR = cmd("incr")
+HGET = cmd("hget")
+HSET = cmd("hset")
+HMSET = cmd("hmset")
+HMGET = cmd("hmget")
+HGETALL = cmd("hgetall")
+HINCRBY = cmd("hincrby")
+EXISTS = cmd("exists")
+HEXISTS = cmd("hexists")
+XADD = cmd("xadd")
+LLEN = cmd("llen")
+LPUSH = cmd("lpush")
+RPUSH = cmd("rpush")
+RPOPLPUSH = cmd("rpoplpush")
+ZADD = cmd("zadd")
+ZPOPMIN = cmd("zpopmin")
+ZRANGE = cmd("zrange")
+ZRANGEBYSCORE = cmd("zrangebyscore")
+ZREVRANGEBYSCORE = cmd("zrevrangebyscore")
+SET = cmd("set")
+DEL = cmd("del")
+
+_INT_RE = re.compile(rb"-?[0-9]{1,15}\Z")
+_NUM_RE = re.compile(rb"-?[0-9]{1,16}(\.[0-9]{1,6})?\Z")
+_EXACT = 2**53
+_MAX_COUNTER = 10**14 - 1  # Lua 5.1 prints numbers up to here without an exponent ("jobCounter .. ''")
+_INT64_MAX = 2**63 - 1
+
+
+def _truthy(v: Any) -> bool:
+    return v is not None and v is not False
+
+
+def _num(v: Any) -> bytes:
+    """A Lua number (from msgpack) as a redis.call argument; Bail if not exactly representable."""
+    t = type(v)
+    if t is int:
+        if -_EXACT < v < _EXACT:
+            return b"%d" % v
+        raise Bail("number out of range")
+    if t is float:
+        if v != v or not -_EXACT < v < _EXACT:
+            raise Bail("number out of range")
+        if v.is_integer():
+            return b"%d" % int(v)  # as the bridge sees it: lupa hands integral numbers over as int (-0.0 -> "0")
+        return format_number_arg(v)
+    raise Bail("not a number")
+
+
+def _arg(v: Any) -> bytes:
+    """A Lua string or number as a redis.call argument."""
+    if type(v) is bytes:
+        return v
+    return _num(v)
+
+
+def _unpack(raw: bytes) -> Any:
+    try:
+        return msgpack.unpackb(raw, raw=True, strict_map_key=False, ext_hook=_no_ext)
+    except Exception:
+        raise Bail("msgpack") from None
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise ValueError("ext")
+
+
+# raw msgpack opts -> (decoded dict, cjson.encode of the Lua table cmsgpack.unpack builds)
+_OPTS: dict[bytes, tuple[dict[Any, Any], bytes]] = {}
+
+
+def _opts_with_json(ctx: Ctx, raw: bytes) -> tuple[dict[Any, Any], bytes]:
+    """Decode the options and encode them as the Lua path does (cjson.encode(cmsgpack.unpack(raw))).
+
+    The JSON comes from the runtime's own cmsgpack/cjson on a real Lua table, so
+    key order is Lua's table order; it is cached per distinct raw value."""
+    e = _OPTS.get(raw)
+    if e is not None:
+        return e
+    opts = _unpack(raw)
+    if type(opts) is not dict:
+        raise Bail("opts")
+    from lua import cjson, cmsgpack
+
+    libs = ctx.server.scripting.libs
+    res = cmsgpack.unpack(libs, (raw,))
+    if type(res) is not tuple or res[0] is not True or len(res[1]) != 1:
+        raise Bail("opts unpack")
+    enc = cjson.encode(libs, (res[1][0],))
+    if type(enc) is not bytes:
+        raise Bail("opts encode")
+    if len(_OPTS) >= 1024:
+        _OPTS.clear()
+    e = _OPTS[raw] = (opts, enc)
+    return e
+
+
+def _check(db: Any, key: bytes, cls: type) -> Any:
+    """The value at ``key`` if absent or a ``cls``; Bail otherwise (the script would fail)."""
+    v = db.lookup(key)
+    if v is not None and type(v) is not cls and not isinstance(v, cls):
+        raise Bail("wrong type")
+    return v
+
+
+def _check_stream(db: Any, key: bytes) -> None:
+    s = _check(db, key, Stream)
+    if s is not None and s.last_id >= MAX_ID - 8:
+        raise Bail("stream ids exhausted")
+
+
+def _paused_or_maxed_attrs(paused: Any, concurrency: Any) -> int | None:
+    """Validate meta's paused/concurrency as the scripts read them; the concurrency
+    limit to compare LLEN(active) with, -1 when paused, None when neither."""
+    if paused is not None:
+        return -1
+    if concurrency is not None:
+        if not _INT_RE.match(concurrency):
+            raise Bail("concurrency")  # tonumber() corner cases: let Lua decide
+        return int(concurrency)
+    return None
+
+
+def _check_meta(db: Any, key: bytes) -> Any:
+    meta = _check(db, key, Hash)
+    if meta is not None:
+        _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+    return meta
+
+
+def _writes_events(lay: dict[str, Any], shapes: tuple[str, ...]) -> bool:
+    """The release's script writes (somewhere) every event the native path writes, field for field."""
+    return set(shapes) <= set(lay.get("events", ()))
+_META4 = (b"paused", b"concurrency", b"max", b"duration")
+
+
+# ---- moveToActive -------------------------------------------------------------------
+def _check_job_for_processing(ctx: Ctx, keys: list[bytes], prefix: bytes, job_id: bytes) -> None:
+    if job_id[:2] == b"0:":
+        raise Bail("legacy marker")
+    job_key = prefix + job_id
+    if job_key in keys or job_key + b":lock" in keys:
+        raise Bail("key clash")
+    job = _check(ctx.db, job_key, Hash)
+    if job is not None:
+        ats = job.get(b"ats")
+        if ats is not None:
+            n = str2int(ats)
+            if n is None or n >= _INT64_MAX:
+                raise Bail("ats")
+#: prepareJobForProcessing's job hash write (processedOn, then the optional pb) as the native path makes it
+_PREPARE_HASH = "HMSET|processedOn|?|?"
+
+
+def _meta_variant(lay: dict[str, Any]) -> Any:
+    """True (6.x and 5.60+: the fetch reads meta's paused concurrency max duration) or the 2 fields that 5.x
+    before 5.60 reads (it knows no rate limit in meta; the native path leaves a meta ``max`` to Lua anyway)."""
+    if "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ()):
+        return True
+    if "HMGET|paused|concurrency" in lay.get("hash_reads", ()):
+        return _META4[:2]
+    return None
+#: prepareJobForProcessing re-adds the marker for the next worker (5.28+)
+_PREPARE_MARKER = "prepareJobForProcessing>addBaseMarkerIfNeeded"
+
+
+def _paused_or_maxed(call: Any, limit: int | None, active_key: bytes) -> bool:
+    """The queue is paused (limit < 0) or its active list is at the concurrency limit."""
+    if limit is None:
+        return False
+    return limit < 0 or call(LLEN, [b"LLEN", active_key]) >= limit
+
+
+def _pop_next(call: Any, wait_key: bytes, active_key: bytes, prio_key: bytes, pc_key: bytes) -> bytes | None:
+    """moveJobFromWaitToActive / from prioritized: the next job id, now in active (or None, and the
+    priority counter reset)."""
+    job_id = call(RPOPLPUSH, [b"RPOPLPUSH", wait_key, active_key])
+    if job_id is None:
+        popped = call(ZPOPMIN, [b"ZPOPMIN", prio_key])
+        if popped:
+            job_id = popped[0]
+            call(LPUSH, [b"LPUSH", active_key, job_id])
+        else:
+            call(DEL, [b"DEL", pc_key])
+    return job_id
+
+
+def _next_delay_reply(call: Any, delayed_key: bytes) -> list[Any] | None:
+    """No job to take: the reply that tells the worker when the next delayed job is due, if any."""
+    r = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+    if len(r) < 2:
+        return None
+    score = r[1]
+    score = float(score) if type(score) is not float else score
+    return [0, 0, 0, truncate(score / 0x1000)]
+
+
+def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> list[Any]:
+    """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay.
+
+    The flattened hash (all bytes) goes out as hiredis packs a command: the same RESP array of bulk
+    strings, built in C (the job's fields are most of the reply)."""
+    return [Encoded(pack_command(tuple(chain.from_iterable(h.items())))), job_id, 0, 0]
+
+
+# ---- moveToFinished ---------------------------------------------------------------
+LREM = cmd("lrem")
+SCARD = cmd("scard")
+ZCARD = cmd("zcard")
+GET = cmd("get")
+SREM = cmd("srem")
+XTRIM = cmd("xtrim")
+HDEL = cmd("hdel")
+
+
+def _lock_opts(opts: dict[Any, Any]) -> tuple[bytes, bytes | None, bytes | None]:
+    """(token, lock PX ms or None for token "0", worker name or None) as prepareJobForProcessing uses them."""
+    token = opts.get(b"token")
+    if type(token) is not bytes:
+        raise Bail("token")
+    lock_ms = None
+    if token != b"0":
+        d = opts.get(b"lockDuration")
+        if type(d) is float and d == d and d.is_integer():
+            d = int(d)
+        if type(d) is not int or not 0 < d < _EXACT:
+            raise Bail("lockDuration")
+        lock_ms = b"%d" % d
+    worker = opts.get(b"name")
+    if _truthy(worker):
+        if type(worker) is not bytes:
+            raise Bail("worker name")
+    else:
+        worker = None
+    return token, lock_ms, worker
+
+
+def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
+    """``XADD key [MAXLEN ~ <n>] * field value ...`` whose reply the script drops: the command's work
+    without the reply text (and, for the trimming form, without its parse)."""
+    if not ctx.monitors:
+        ctx.wrote = True
+        try:
+            if argv[2] == b"*":
+                xadd_auto_id(ctx.sc, argv)
+                done = True
+            else:
+                done = xadd_auto_id_trimmed(ctx.sc, argv) is not None  # None: <n> is no plain count
+        except RedisError:
+            done = False  # raised before any change: the call below reports it as the bridge would
+        if done:
+            _call(ctx.sc, XADD, argv, False, DONE)
+            return
+    ctx.call(XADD, argv)
+
+
+def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
+    """``ZADD marker 0 0``: nothing to do (nor to signal) when the marker already holds ``0`` at 0."""
+    marker = ctx.db.lookup(marker_key)
+    if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
+        ctx.wrote = True
+        _call(ctx.sc, ZADD, [b"ZADD", marker_key, b"0", b"0"], False, DONE)
+    else:
+        ctx.call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
+
+
+def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
+    """HSET/HMSET ``argv`` (well formed) whose reply the script drops; ``h`` is what is at argv[1]."""
+    if not ctx.monitors and type(h) is Hash:
+        ctx.wrote = True
+        h.set_pairs(argv, 2)
+        ctx.db.modified(argv[1])
+        _call(ctx.sc, cmd, argv, False, DONE)
+    else:
+        ctx.call(cmd, argv)
+
+
+def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
+    """HINCRBY key field 1, inline when the hash exists and the field holds a small integer (or is absent).
+
+    ``h`` is what is at ``key`` (the caller just looked it up)."""
+    db = ctx.db
+    if not ctx.monitors and type(h) is Hash:
+        cur = h.get(field)
+        if cur is None:
+            v = 1
+        else:
+            v = str2int(cur)  # type: ignore[assignment]
+            if v is None or v >= _INT64_MAX:
+                return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
+            v += 1
+        ctx.wrote = True
+        h.set(field, b"%d" % v)
+        db.modified(key)
+        _call(ctx.sc, HINCRBY, [b"HINCRBY", key, field, b"1"], False, DONE)
+        return v
+    return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
+
+
+def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
+                 token: bytes, lock_ms: bytes | None, worker: bytes | None) -> list[Any]:
+    """prepareJobForProcessing without rate limiting."""
+    call = ctx.call
+    job_key = prefix + job_id
+    db = ctx.db
+    if lock_ms is not None:
+        if ctx.monitors:
+            call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
+        else:
+            # SET lock token PX ms, inline: lock_ms is a validated positive integer below 2**53
+            lock_key = job_key + b":lock"
+            ctx.wrote = True
+            db.lookup(lock_key)  # as SET does: an expired value goes first
+            db.set(lock_key, token)
+            db.set_expire(lock_key, int(lock_ms) + mstime())
+            _call(ctx.sc, SET, [b"SET", lock_key, token, b"PX", lock_ms], False, DONE)
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
+    h = db.lookup(job_key)
+    if worker is not None:
+        _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts, b"pb", worker], h)
+    else:
+        _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts], h)
+    if h is None:
+        h = db.lookup(job_key)  # HMSET created it
+    _hincr1(ctx, job_key, b"ats", h)
+    _zadd_marker(ctx, marker_key)
+    # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
+    if type(h) is not Hash:
+        return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
+    _call(ctx.sc, HGETALL, [b"HGETALL", job_key], False, DONE)
+    return _active_reply(h, job_id)

@@ -1,0 +1,321 @@
+"""Native moveToFinished (with or without fetching the next job)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lua.convert import format_number_arg
+from respqueue.call import DONE
+from respqueue.call import call as _call
+from respqueue.commands.streams import xtrim_approx
+from respqueue.numbers import str2int
+from respqueue.types.hash import Hash
+from respqueue.types.list import List
+from respqueue.types.zset import ZSet
+
+from ..scripts import Bail, Ctx, native
+from .helpers import (
+    _EXACT,
+    _INT64_MAX,
+    _META4,
+    _NUM_RE,
+    _PREPARE_HASH,
+    _PREPARE_MARKER,
+    DEL,
+    EXISTS,
+    GET,
+    HDEL,
+    HGET,
+    HMGET,
+    HSET,
+    LLEN,
+    LREM,
+    SCARD,
+    SREM,
+    XADD,
+    XTRIM,
+    ZADD,
+    ZCARD,
+    ZRANGEBYSCORE,
+    _check,
+    _check_job_for_processing,
+    _check_meta,
+    _check_stream,
+    _hincr1,
+    _hset,
+    _lock_opts,
+    _meta_variant,
+    _next_delay_reply,
+    _paused_or_maxed,
+    _paused_or_maxed_attrs,
+    _pop_next,
+    _prepare_job,
+    _truthy,
+    _unpack,
+    _writes_events,
+    _xadd_star,
+)
+
+# a job with children still pending cannot finish: (key suffix, command, its name, moveToFinished's code)
+_PENDING_CHILDREN = ((b":dependencies", SCARD, b"SCARD", -4), (b":unsuccessful", ZCARD, b"ZCARD", -9))
+
+
+_JOB_SUFFIXES = (b":lock", b":dependencies", b":unsuccessful", b":logs", b":processed", b":failed")
+
+#: wait key -> (the other 13 keys of moveToFinished, as a set, and the job keys whose derived keys are among them)
+_MTF_KEYS: dict[bytes, tuple[list[bytes], frozenset[bytes], frozenset[bytes]]] = {}
+
+
+def _mtf_keys(keys: list[bytes]) -> tuple[list[bytes], frozenset[bytes], frozenset[bytes]]:
+    """The queue keys of moveToFinished (all but the job key), cached per queue."""
+    qk = keys[:11] + keys[12:]
+    e = _MTF_KEYS.get(keys[0])
+    if e is not None and e[0] == qk:
+        return e
+    ks = frozenset(qk)
+    if len(ks) != 13:
+        raise Bail("args")
+    clash = set()
+    for k in qk:
+        for suffix in _JOB_SUFFIXES:
+            if k.endswith(suffix):
+                clash.add(k[: -len(suffix)])
+    e = (qk, ks, frozenset(clash))
+    if len(_MTF_KEYS) >= 256:
+        _MTF_KEYS.clear()
+    _MTF_KEYS[keys[0]] = e
+    return e
+
+
+#: raw opts -> (remove, attempts, limiter set?, token, lock PX ms, worker name) (see _mtf_opts)
+_MTF_OPTS: dict[bytes, tuple[bool, Any, bool, bytes, bytes | None, bytes | None]] = {}
+
+
+def _mtf_opts(raw: bytes, failed: bool) -> tuple[bool, Any, bool, bytes, bytes | None, bytes | None]:
+    """moveToFinished's options, validated for the native path; cached per raw value (workers reuse them)."""
+    e = _MTF_OPTS.get(raw)
+    if e is None:
+        opts = _unpack(raw)
+        if type(opts) is not dict:
+            raise Bail("opts")
+        keep = opts.get(b"keepJobs")
+        if type(keep) is not dict or keep.get(b"age") is not None:
+            raise Bail("keepJobs")
+        max_count = keep.get(b"count")
+        if max_count is not None and type(max_count) not in (int, float):
+            raise Bail("keepJobs count")
+        if max_count is not None and max_count > 0:
+            raise Bail("keepJobs count > 0")
+        if opts.get(b"maxMetricsSize") != b"":
+            raise Bail("metrics")
+        token, lock_ms, worker = _lock_opts(opts)
+        e = (max_count is not None and max_count == 0, opts.get(b"attempts"), _truthy(opts.get(b"limiter")),
+             token, lock_ms, worker)
+        if len(_MTF_OPTS) >= 1024:
+            _MTF_OPTS.clear()
+        _MTF_OPTS[raw] = e
+    attempts = e[1]
+    if failed and (type(attempts) not in (int, float) or attempts != attempts):
+        raise Bail("attempts")
+    return e
+
+
+_MTF_KEYS_DOC = ["wait key", "active key", "prioritized key", "event stream key", "stalled key", "rate limiter key",
+                 "delayed key", "paused key", "meta key", "pc priority counter", "completed failed key", "jobid key",
+                 "metrics key", "marker key"]
+_MTF_ARGV = ["jobid", "timestamp", "msg property returnvalue failedreason", "return value failed reason",
+             "target completed failed", "fetch next", "keys prefix", "opts"]
+#: the options moveToFinished reads in the releases served natively: those the native path reads (token,
+#: lockDuration, name, keepJobs, attempts, maxMetricsSize, limiter), and those only read on paths it leaves
+#: to Lua (a parent's fpof/idof/rdof/removeOnFail, dedup, delayed promotion, events trimming)
+_MTF_OPT_NAMES = frozenset({"attempts", "de", "delay", "keepJobs", "lifo", "limiter", "lockDuration", "maxLenEvents",
+                       "maxMetricsSize", "name", "priority", "token", "fpof", "idof", "rdof", "removeOnFail"})
+
+
+_MTF_EVENTS = ("event|?|jobId|?|?|?|prev|active", "event|active|jobId|?|prev|waiting", "event|drained",
+               "event|retries-exhausted|jobId|?|attemptsMade|?")
+
+
+#: how the finished job's return value / failed reason and finishedOn are written
+_MTF_FINISH_HASH = "HSET|?|?|finishedOn|?"
+
+
+def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToFinished: the releases with 6.x's keys and ARGV (the 9th, fields to update, optional), options
+    among :data:`_MTF_OPT_NAMES` (the worker name among them) and a fetch that re-adds the marker."""
+    if numkeys != 14 or lay.get("keys") != _MTF_KEYS_DOC:
+        return None
+    argv = lay.get("argv", [])
+    if argv[:8] != _MTF_ARGV or argv[8:] not in ([], ["job fields to update"]):
+        return None
+    opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
+    calls = set(lay.get("calls", ()))
+    if not opts <= _MTF_OPT_NAMES or "name" not in opts or _PREPARE_MARKER not in calls:
+        return None
+    if not _writes_events(lay, _MTF_EVENTS) or _PREPARE_HASH not in lay.get("hash_writes", ()):
+        return None
+    if _MTF_FINISH_HASH not in lay.get("hash_writes", ()):
+        return None  # before 5.45: HMSET of the return value and finishedOn
+    if "HGET|igdp" in lay.get("hash_reads", ()):
+        return None  # 5.47-5.51 read the job's ignore-dependency-on-failure flag on every finish
+    if not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList", "main>getTargetQueueList"}:
+        return None  # (before 5.73 the fetch is inline in the main code)
+    return _meta_variant(lay)
+
+
+@native("moveToFinished", _accept_mtf)
+def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[bytes, ...] = _META4) -> Any:
+    """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
+    ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
+    if len(argv) < 8 or len(keys) != 14:
+        raise Bail("args")
+    if len(argv) > 8 and argv[8]:
+        raise Bail("fields to update")
+    job_id, ts, prop, val, target, fetch, prefix = argv[:7]
+    failed = target == b"failed"
+    if not failed and target != b"completed":
+        raise Bail("target")
+    if not _NUM_RE.match(ts):
+        raise Bail("timestamp")
+    wait_key, active_key, prio_key, events_key, stalled_key = keys[0], keys[1], keys[2], keys[3], keys[4]
+    delayed_key, meta_key, pc_key, target_key, job_key, marker_key = keys[6], keys[8], keys[9], keys[10], keys[11], keys[13]
+    _qk, ks, clash = _mtf_keys(keys)
+    if job_key in ks:
+        raise Bail("args")
+    if job_key in clash:
+        raise Bail("key clash")  # job_key + one of _JOB_SUFFIXES is another key of the script
+    db = ctx.db
+    call = ctx.call
+    monitors = ctx.monitors
+    # ---- reads (an error here still falls back to Lua: nothing written yet)
+    job = db.lookup(job_key)
+    _call(ctx.sc, EXISTS, [b"EXISTS", job_key], False, DONE)
+    if job is None:
+        return -1
+    if not failed:
+        # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case)
+        for suffix, cmd_, name, code in _PENDING_CHILDREN:
+            k = job_key + suffix
+            if monitors or db.lookup(k) is not None:
+                if call(cmd_, [name, k]) != 0:
+                    return code
+            else:
+                _call(ctx.sc, cmd_, [name, k], False, DONE)
+    remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
+    fetch_next = fetch == b"1"
+    # ---- everything that could fail or branch after the first write
+    if type(job) is not Hash and not isinstance(job, Hash):
+        raise Bail("wrong type")
+    if job.get(b"parentKey") is not None or job.get(b"parent") is not None or job.get(b"deid") is not None:
+        raise Bail("job with parent or dedup")
+    atm = job.get(b"atm")
+    if atm is not None:
+        n = str2int(atm)
+        if n is None or n >= _INT64_MAX:
+            raise Bail("atm")
+    active = _check(db, active_key, List)
+    if active is None or active.find(job_id, True) < 0:
+        raise Bail("not active")  # -3 comes after the lock is deleted: let Lua do it
+    meta = _check_meta(db, meta_key)
+    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+    m = 10000  # trimEvents' MAXLEN
+    if max_events is not None:
+        m = str2int(max_events)  # type: ignore[assignment]
+        if m is None or m < 0:
+            raise Bail("maxLenEvents")
+    _check_stream(db, events_key)
+    _check(db, target_key, ZSet)
+    wait = _check(db, wait_key, List)
+    prio = _check(db, prio_key, ZSet)
+    delayed = _check(db, delayed_key, ZSet)
+    if fetch_next:
+        if meta is not None and meta.get(b"max") is not None:
+            raise Bail("rate limit")
+        if limiter:
+            raise Bail("rate limiter")
+        _check(db, marker_key, ZSet)
+        upto = (float(ts) + 1) * 0x1000 - 1
+        if delayed is not None:
+            lo, hi = delayed.score_span(0.0, False, upto, False)
+            if hi > lo:
+                raise Bail("delayed jobs to promote")
+        nxt = None
+        if wait:
+            nxt = wait.get(len(wait) - 1)
+        elif prio:
+            nxt = next(prio.items())[1]
+        if nxt is not None:
+            if nxt == job_id:
+                raise Bail("next job is this job")
+            _check_job_for_processing(ctx, keys, prefix, nxt)
+            if prefix + nxt == job_key:
+                raise Bail("key clash")
+    # ---- removeLock: the first write
+    if token != b"0":
+        lock_key = job_key + b":lock"
+        lock_token = db.lookup(lock_key)
+        if monitors or (lock_token is not None and type(lock_token) is not bytes):
+            lock_token = call(GET, [b"GET", lock_key])
+        else:
+            _call(ctx.sc, GET, [b"GET", lock_key], False, DONE)
+        if lock_token != token:
+            return -2 if lock_token is None else -6
+        if monitors:
+            call(DEL, [b"DEL", lock_key])
+        else:
+            ctx.wrote = True
+            db.delete(lock_key)
+            _call(ctx.sc, DEL, [b"DEL", lock_key], False, DONE)
+        if monitors or db.lookup(stalled_key) is not None:
+            call(SREM, [b"SREM", stalled_key, job_id])
+        else:
+            _call(ctx.sc, SREM, [b"SREM", stalled_key, job_id], False, DONE)  # no stalled set: nothing to remove
+    # HMGET parentKey parent deid: all three are absent (checked above)
+    _call(ctx.sc, HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"], False, DONE)
+    call(LREM, [b"LREM", active_key, b"-1", job_id])
+    # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
+    _call(ctx.sc, HGET, [b"HGET", meta_key, b"opts.maxLenEvents"], False, DONE)
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    if monitors or len(max_events) > 18 or not max_events.isdigit():
+        call(XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events])
+    else:
+        ctx.wrote = True
+        xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
+        _call(ctx.sc, XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events], False, DONE)
+    attempts_made = _hincr1(ctx, job_key, b"atm", job)  # the job hash: nothing replaced it since the checks
+    if not remove:
+        call(ZADD, [b"ZADD", target_key, ts, job_id])
+        _hset(ctx, HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts], job)
+        if failed:
+            call(HDEL, [b"HDEL", job_key, b"defa"])
+    else:
+        call(DEL, [b"DEL", job_key, job_key + b":logs", job_key + b":dependencies", job_key + b":processed",
+                   job_key + b":failed", job_key + b":unsuccessful"])
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
+    if failed and attempts_made >= attempts:
+        call(XADD, [b"XADD", events_key, b"*", b"event", b"retries-exhausted", b"jobId", job_id,
+                    b"attemptsMade", b"%d" % attempts_made])
+    if fetch_next:
+        # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
+        _call(ctx.sc, HMGET, [b"HMGET", meta_key, *variant], False, DONE)
+        meta = db.lookup(meta_key)  # trimEvents may have created it
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+        paused_or_maxed = _paused_or_maxed(call, limit, active_key)
+        # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
+        # (upto: an integer below 2**53 for a whole-ms timestamp, which %.17g prints as %d)
+        up = b"%d" % upto if upto.is_integer() and upto < _EXACT else format_number_arg(upto)
+        _call(ctx.sc, ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", up, b"LIMIT", b"0", b"1000"], False, DONE)
+        if paused_or_maxed:
+            return [0, 0, 0, 0]
+        nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+        if nid is not None:
+            return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker)
+        delay = _next_delay_reply(call, delayed_key)
+        if delay is not None:
+            return delay
+    if call(LLEN, [b"LLEN", wait_key]) == 0 and call(LLEN, [b"LLEN", active_key]) == 0 \
+            and call(ZCARD, [b"ZCARD", prio_key]) == 0:
+        call(XADD, [b"XADD", events_key, b"*", b"event", b"drained"])
+    return 0

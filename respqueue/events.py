@@ -1,0 +1,48 @@
+"""Hooks that plug-ins subscribe to (as Redis modules subscribe to keyspace events, module.c).
+
+The core announces what happened; it never knows who listens. ``compat/history.py`` subscribes to
+``stream_added`` at start-up and keeps the entries of BullMQ's per-queue events streams; the core
+itself has no idea what an events stream is.
+
+Events (name: the subscriber's arguments):
+
+* ``stream_added``: ``(client, key, id, argv, field_pos)`` after XADD appended an entry to the stream
+  ``key`` in ``client.db`` (``id`` the packed 128-bit ID, ``ms << 64 | seq``; its fields are
+  ``argv[field_pos:]``). It runs inside the command, before its reply, so what a subscriber adds to the
+  journal's open batch commits with the write.
+
+Cost: the emitting code tests the event's list (``if STREAM_ADDED:``), one global lookup, when nobody
+subscribes. A subscriber runs on the hot path of every such command: it must be cheap, must not raise and
+must not run commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: subscribers of ``stream_added`` (emitted by commands/streams.py); mutated in place, never rebound
+STREAM_ADDED: list[Callable[..., Any]] = []
+
+_EVENTS: dict[str, list[Callable[..., Any]]] = {"stream_added": STREAM_ADDED}
+
+
+def subscribe(event: str, fn: Callable[..., Any]) -> None:
+    """Call ``fn`` on every ``event`` (once per function: subscribing twice is a no-op)."""
+    subs = _EVENTS.get(event)
+    if subs is None:
+        raise ValueError(f"unknown event {event!r} (known: {', '.join(sorted(_EVENTS))})")
+    if fn not in subs:
+        subs.append(fn)
+
+
+def unsubscribe(event: str, fn: Callable[..., Any]) -> None:
+    """Stop calling ``fn`` on ``event`` (nothing if it was not subscribed)."""
+    subs = _EVENTS.get(event)
+    if subs is not None and fn in subs:
+        subs.remove(fn)
+
+
+def subscribers(event: str) -> list[Callable[..., Any]]:
+    """The functions subscribed to ``event`` (a copy)."""
+    return list(_EVENTS.get(event, ()))
