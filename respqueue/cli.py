@@ -270,6 +270,7 @@ def load_plugins() -> None:
     """compat/ registers itself with the core at import (job history: its tables with the store, its capture
     with the journal, its XADD hook; its metrics and dashboard API with the HTTP server): the CLI, where the
     process starts, loads it; the core never does."""
+    import compat.engine.layout  # noqa: F401  (BullMQ jobs stored as one row each: persistence.LAYOUTS)
     import compat.history  # noqa: F401
     import compat.metrics  # noqa: F401  (BullMQ's /metrics families and the dashboard API: http.PLUGINS)
 

@@ -35,6 +35,7 @@ from operator import itemgetter
 from typing import Any
 
 from respqueue.keyspace import mstime
+from respqueue.persistence import register_layout
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
@@ -564,3 +565,12 @@ def _release(
     if cur is not None and cur[0] == ckey:
         del o[jk]
         touched.append((dbi, jk))
+
+
+def _make(conn: sqlite3.Connection) -> JobLayout | None:
+    """The layout for a store opening (RESPQUEUE_JOB_ROWS=off: generic rows, unless the store already holds
+    job rows, which only this layout can load)."""
+    return JobLayout() if enabled() or present(conn) else None
+
+
+register_layout(_make)  # with the core's persistence, at import (cli.load_plugins): the core never imports compat

@@ -24,6 +24,16 @@ __all__ = ["Journal", "Store", "StoreError", "StoreLocked", "check", "repair", "
 PLUGINS: dict[str, tuple[Callable[[Any], None], Callable[[Any, Journal], None]]] = {}
 
 
+#: fn(conn) -> a layout codec for this store, or None: the first that answers one stores keys of a known
+#: shape its own way (compat/engine/layout.py registers BullMQ's job rows at import)
+LAYOUTS: list[Callable[[Any], Any]] = []
+
+
+def register_layout(make: Callable[[Any], Any]) -> None:
+    """Have ``make(conn)`` offer a layout codec (``load``, and the journal's hooks) when a store opens."""
+    LAYOUTS.append(make)
+
+
 def register_plugin(name: str, check: Callable[[Any], None], attach: Callable[[Any, Journal], None]) -> None:
     """Have ``attach(server, journal)`` run when a store opens (after ``check(config)`` passed)."""
     PLUGINS[name] = (check, attach)
@@ -56,12 +66,13 @@ def open_persistence(server: Any) -> Journal | None:
     try:
         assert store.conn is not None
         loaded, nexp, expired = load(store.conn, server.dbs, journal.stored)
-        # BullMQ jobs as one row each (compat/engine/layout.py; RESPQUEUE_JOB_ROWS=off: generic rows)
-        from compat.engine import layout as job_layout
-
-        if job_layout.enabled() or job_layout.present(store.conn):  # a store with job rows needs it to load
-            journal.layout = job_layout.JobLayout()
-            loaded += journal.layout.load(store.conn, server.dbs, journal.dirty, journal.stored)
+        # a layout codec registered by a plug-in (compat/engine/layout.py: BullMQ jobs as one row each)
+        for make_layout in LAYOUTS:
+            layout = make_layout(store.conn)
+            if layout is not None:
+                journal.layout = layout
+                loaded += layout.load(store.conn, server.dbs, journal.dirty, journal.stored)
+                break
     except Exception as e:
         store.close()
         from .store import remedy
