@@ -13,16 +13,15 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from .servers import ROOT, ServerProcess, free_port, start_respqueue
+from .servers import ROOT, free_port, start_respqueue
+from .test_metrics import server, wait_for  # noqa: F401  (the module-scoped server fixture with --metrics-port)
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bullmq") is None, reason="bullmq (Python) is a test extra (pip install -e '.[test]')"
@@ -59,23 +58,6 @@ def action(port: int, name: str, queue: str, **kw: Any) -> Any:
     status, out = request(port, "POST", "/api/action", {"action": name, "queue": queue, **kw})
     assert status == 200, out
     return out["result"]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[tuple[ServerProcess, int]]:
-    mport = free_port()
-    srv = start_respqueue("--metrics-port", str(mport))
-    yield srv, mport
-    srv.stop()
-
-
-async def wait_for(pred: Any, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if await pred():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("timed out waiting")
 
 
 def conn(port: int) -> dict[str, Any]:
@@ -139,7 +121,7 @@ def run_chromium(url: str, out_dir: str, png: str | None) -> str:
     return p.stdout
 
 
-def test_dashboard_renders_in_chromium(server):
+def test_dashboard_renders_in_chromium(server):  # noqa: F811  (server: the fixture from test_metrics)
     if chromium() is None:
         pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
     srv, mport = server
@@ -179,7 +161,7 @@ def test_dashboard_renders_in_chromium(server):
         shutil.copy(png, os.path.join(ROOT, "docs", "img", "dashboard.png"))
 
 
-def test_action_errors(server):
+def test_action_errors(server):  # noqa: F811  (server: the fixture from test_metrics)
     srv, mport = server
     assert request(mport, "POST", "/api/action", {"action": "explode", "queue": "acts"})[0] == 400
     assert request(mport, "POST", "/api/action", {"action": "pause", "queue": "no-such-queue"})[0] == 404
@@ -259,7 +241,7 @@ async def _state(job_cls: Any, q: Any, jid: str, state: str) -> bool:
     return j is not None and await j.getState() == state
 
 
-def test_actions_end_to_end(server):
+def test_actions_end_to_end(server):  # noqa: F811  (server: the fixture from test_metrics)
     srv, mport = server
     got = asyncio.run(_actions(srv.port, mport))
     ids = got["ids"]
