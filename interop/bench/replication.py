@@ -99,13 +99,17 @@ def info_field(port: int, field: str) -> str:
 def start_group(name: str, kind: str, replicas: int, ack: int) -> Group:
     if kind == "redis":
         master = start_redis(*redis_aof_flags("always"))
-        reps = [start_redis(*redis_aof_flags("always"), "--replicaof", "127.0.0.1", str(master.port))
-                for _ in range(replicas)]
+        reps = [
+            start_redis(*redis_aof_flags("always"), "--replicaof", "127.0.0.1", str(master.port))
+            for _ in range(replicas)
+        ]
     else:
         extra = ["--replica-ack", str(ack)] if ack else []
         master = start_respqueue("--durability", "durable", *extra)
-        reps = [start_respqueue("--durability", "durable", "--replicaof", f"127.0.0.1 {master.port}")
-                for _ in range(replicas)]
+        reps = [
+            start_respqueue("--durability", "durable", "--replicaof", f"127.0.0.1 {master.port}")
+            for _ in range(replicas)
+        ]
     g = Group(name, master, reps)
     deadline = time.time() + 60
     while replicas and info_field(master.port, "connected_slaves") != str(replicas):
@@ -128,8 +132,9 @@ SETUPS: list[tuple[str, str, int, int, str]] = [
 ]
 
 
-def run_all(jobs: int, rounds: int, raw: list[dict],
-            log: Callable[[str], None] = print) -> dict[str, dict[str, Totals]]:
+def run_all(
+    jobs: int, rounds: int, raw: list[dict], log: Callable[[str], None] = print
+) -> dict[str, dict[str, Totals]]:
     res: dict[str, dict[str, Totals]] = {s[0]: {w: Totals() for w in WORKLOADS} for s in SETUPS}
     for r in range(rounds):
         for name, kind, n, ack, _ in SETUPS:
@@ -146,8 +151,9 @@ def run_all(jobs: int, rounds: int, raw: list[dict],
                     t.jobs += out["jobs"]
                     t.seconds += out["ms"] / 1000
                     t.cpu += cpu
-                    raw.append({"setup": name, "workload": w, "round": r + 1, "cpu": cpu,
-                                "jobs_per_s": out["jobs_per_s"]})
+                    raw.append(
+                        {"setup": name, "workload": w, "round": r + 1, "cpu": cpu, "jobs_per_s": out["jobs_per_s"]}
+                    )
                     log(f"{w:8} {name:37} round {r + 1}: {out['jobs_per_s']:>8,.0f} jobs/s  cpu {cpu:6.2f} s")
             finally:
                 g.stop()
@@ -156,10 +162,14 @@ def run_all(jobs: int, rounds: int, raw: list[dict],
 
 def print_table(res: dict[str, dict[str, Totals]], jobs: int, rounds: int) -> None:
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"\nmachine: {machine()}; Node {node}, bullmq {client_version(CLIENT_DIR[0])} + ioredis; "
-          f"{jobs:,} jobs per run, {rounds} round(s); one set-up running at a time, all on this machine")
-    print("| set-up | add jobs/s | process jobs/s | add CPU s/1k jobs | process CPU s/1k jobs "
-          "| vs Redis row | add ratio | process ratio |")
+    print(
+        f"\nmachine: {machine()}; Node {node}, bullmq {client_version(CLIENT_DIR[0])} + ioredis; "
+        f"{jobs:,} jobs per run, {rounds} round(s); one set-up running at a time, all on this machine"
+    )
+    print(
+        "| set-up | add jobs/s | process jobs/s | add CPU s/1k jobs | process CPU s/1k jobs "
+        "| vs Redis row | add ratio | process ratio |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, _kind, _n, _ack, ref in SETUPS:
         a, p = res[name]["add"], res[name]["process"]
@@ -168,14 +178,20 @@ def print_table(res: dict[str, dict[str, Totals]], jobs: int, rounds: int) -> No
             x, y = res[ref]["add"], res[ref]["process"]
             ra = f"{a.rate / x.rate:.2f}" if a.rate and x.rate else "n/a"
             rp = f"{p.rate / y.rate:.2f}" if p.rate and y.rate else "n/a"
-        print(f"| {name} | {a.rate:,.0f} | {p.rate:,.0f} | {a.cpu_per_1000:.3f} | {p.cpu_per_1000:.3f} "
-              f"| {ref or '-'} | {ra} | {rp} |")
+        print(
+            f"| {name} | {a.rate:,.0f} | {p.rate:,.0f} | {a.cpu_per_1000:.3f} | {p.cpu_per_1000:.3f} "
+            f"| {ref or '-'} | {ra} | {rp} |"
+        )
     print("CPU: master + replicas, whole process trees (respqueue's writer processes included).")
-    print("Redis has no per-job replica acknowledgement for BullMQ (it would need WAIT after every job, which "
-          "BullMQ cannot send), so the 'ack 1' rows are compared with Redis + 1 asynchronous replica, as is; "
-          "a real Redis + WAIT would be slower than that row.")
-    print("Failover times (kill -9 the master under real Sentinel): python -m interop.bench.failover "
-          "[--replicas 2 --replica-ack 1 --bullmq]; figures in docs/REPLICATION.md.")
+    print(
+        "Redis has no per-job replica acknowledgement for BullMQ (it would need WAIT after every job, which "
+        "BullMQ cannot send), so the 'ack 1' rows are compared with Redis + 1 asynchronous replica, as is; "
+        "Redis + WAIT (not measured) would add a replica round trip per job."
+    )
+    print(
+        "Failover times (kill -9 the master under real Sentinel): python -m interop.bench.failover "
+        "[--replicas 2 --replica-ack 1 --bullmq]; figures in docs/REPLICATION.md."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
