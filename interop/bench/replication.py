@@ -12,8 +12,8 @@ running at a time; all servers on this machine, over loopback):
 
 Redis has no per-write acknowledgement from replicas except WAIT, and BullMQ cannot call WAIT after
 each job, so there is no true "Redis + WAIT" row: respqueue's `--replica-ack 1` rows are compared
-with Redis with one replica as is (asynchronous replication), which is cheaper than Redis + WAIT
-would be. Rows with 0 replicas are compared with Redis with 0 replicas, all others with Redis with
+with Redis with one replica as is (asynchronous replication); Redis + WAIT (not
+measured) would add a replica round trip per job. Rows with 0 replicas are compared with Redis with 0 replicas, all others with Redis with
 1 replica.
 
 Server CPU is user+system seconds from /proc for the master and every replica, each with its whole
