@@ -21,6 +21,19 @@ from .servers import start_redis
 from .test_persistence import Node, snapshot
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _job_rows_on() -> Iterator[None]:
+    """Job rows are opt-in (RESPQUEUE_JOB_ROWS=on): every server this module starts has them, unless a test
+    sets the variable itself."""
+    old = os.environ.get("RESPQUEUE_JOB_ROWS")
+    os.environ["RESPQUEUE_JOB_ROWS"] = "on"
+    yield
+    if old is None:
+        os.environ.pop("RESPQUEUE_JOB_ROWS", None)
+    else:
+        os.environ["RESPQUEUE_JOB_ROWS"] = old
+
+
 @pytest.fixture
 def node() -> Iterator[Node]:
     n = Node()

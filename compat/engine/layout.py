@@ -64,8 +64,12 @@ _ZSET = b"zset"
 
 
 def enabled() -> bool:
-    """Job rows are on unless ``RESPQUEUE_JOB_ROWS=off`` (the generic layout of schema versions 4 and 5)."""
-    return os.environ.get("RESPQUEUE_JOB_ROWS", "on").lower() not in ("off", "0", "no", "false")
+    """Job rows are opt-in, ``RESPQUEUE_JOB_ROWS=on`` (off: the generic layout of schema versions 4 and 5).
+
+    Off by default while a replica reloads a whole state container for each frame that touches a job row
+    (with ``--replica-ack 1`` BullMQ processing ran ~5x slower than with generic rows) and the layout's side
+    index costs more memory per job than it saves (docs/BENCHMARKS.md, "Job rows")."""
+    return os.environ.get("RESPQUEUE_JOB_ROWS", "off").lower() in ("on", "1", "yes", "true")
 
 
 def present(conn: sqlite3.Connection) -> bool:
