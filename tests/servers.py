@@ -177,3 +177,26 @@ def _reply_end(buf: bytes, pos: int = 0) -> int:
             pos = _reply_end(buf, pos)
         return pos
     raise ValueError(f"bad RESP type byte {t!r}")
+
+
+def chromium() -> str | None:
+    """Debian's chromium (or another Chrome) for the page tests; None when none is installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def chromium_cmd(exe: str, profile: str, *extra: str) -> list[str]:
+    """A headless Chromium command line with its own profile and no network of its own; ``extra`` adds the
+    window size, time budget and what to write (--screenshot=PNG or --dump-dom)."""
+    return [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *extra,
+    ]

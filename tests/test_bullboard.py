@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import ROOT, ServerProcess, free_port
+from .servers import ROOT, ServerProcess, chromium, chromium_cmd, free_port
 from .test_analytics import png_info
 
 INTEROP = os.path.join(ROOT, "interop")
@@ -168,25 +168,8 @@ class Compare:
         return want_status, want
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
 def chromium_args(exe: str, profile: str) -> list[str]:
-    return [
-        exe,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--window-size=1400,900",
-        "--virtual-time-budget=8000",
-    ]
+    return chromium_cmd(exe, profile, "--window-size=1400,900", "--virtual-time-budget=8000")
 
 
 def test_bullboard_ui_renders_the_queues(boards, tmp_path):

@@ -20,16 +20,12 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import ROOT, free_port, start_respqueue
+from .servers import ROOT, chromium, chromium_cmd, free_port, start_respqueue
 from .test_metrics import server, wait_for  # noqa: F401  (the module-scoped server fixture with --metrics-port)
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bullmq") is None, reason="bullmq (Python) is a test extra (pip install -e '.[test]')"
 )
-
-
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
 def request(
@@ -99,21 +95,13 @@ async def fill(port: int) -> str:
 def run_chromium(url: str, out_dir: str, png: str | None) -> str:
     exe = chromium()
     assert exe is not None
-    args = [
+    args = chromium_cmd(
         exe,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        os.path.join(out_dir, "profile"),
         "--hide-scrollbars",
-        f"--user-data-dir={os.path.join(out_dir, 'profile')}",
         "--virtual-time-budget=5000",
         "--window-size=1280,1400",
-    ]
+    )
     args += [f"--screenshot={png}"] if png else ["--dump-dom"]
     p = subprocess.run([*args, url], capture_output=True, text=True, timeout=120)
     if png:
