@@ -33,6 +33,27 @@ def free_port_range(n: int, bus: bool = False) -> int:
     raise RuntimeError("no free port range")
 
 
+def redis_cluster_node_argv(exe: str, port: int, workdir: str) -> list[str]:
+    """The command line of one real Redis Cluster node on loopback, without persistence (tests and benchmarks)."""
+    return [
+        exe,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        workdir,
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        os.path.join(workdir, "nodes.conf"),
+    ]
+
+
 def cluster_info(port: int) -> dict[str, str]:
     c = RawConn(port)
     try:
@@ -55,23 +76,7 @@ class RedisCluster:
         assert exe is not None
         for p in self.ports:
             wd = tempfile.mkdtemp(prefix="redis-cluster-")
-            argv = [
-                exe,
-                "--port",
-                str(p),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                wd,
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                os.path.join(wd, "nodes.conf"),
-            ]
+            argv = redis_cluster_node_argv(exe, p, wd)
             self.procs.append(ServerProcess(argv, p, wd))
         addrs = [f"127.0.0.1:{p}" for p in self.ports]
         r = subprocess.run(

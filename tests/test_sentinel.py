@@ -18,7 +18,7 @@ import pytest
 import redis
 import redis.sentinel
 
-from interop.sentinel.cluster import NAME, Cluster, call, sentinel_path
+from interop.sentinel.cluster import NAME, Cluster, Lines, call, sentinel_path
 
 from .servers import ROOT
 
@@ -57,21 +57,6 @@ class Incrementer(threading.Thread):
                 self.errors += 1
                 time.sleep(0.1)
             time.sleep(0.005)
-
-
-class Lines(threading.Thread):
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        super().__init__(daemon=True)
-        self.proc = proc
-        self.lines: list[str] = []
-
-    def run(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def has(self, prefix: str) -> bool:
-        return any(x.startswith(prefix) for x in self.lines)
 
 
 def test_sentinel_sees_respqueue_roles() -> None:

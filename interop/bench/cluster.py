@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 from respqueue.cluster.slots import key_slot, split_even
+from tests.cluster_servers import free_port_range, redis_cluster_node_argv
 
 from .common import ROOT, Proc, machine, start_redis, start_respqueue, wait_port
 
@@ -169,31 +168,13 @@ class Group:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def free_range(n: int, bus: bool) -> int:
-    """A base port with n free ports (and the Redis Cluster bus ports, +10000, when ``bus``)."""
-
-    def free(port: int) -> bool:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-        return True
-
-    for _ in range(500):
-        base = random.randint(20000, 30000 if bus else 60000)
-        if all(free(base + k) and (not bus or free(base + 10000 + k)) for k in range(n)):
-            return base
-    raise RuntimeError("no free port range")
-
-
 def rq_single(durability: str) -> Group:
     p = start_respqueue("--durability", durability)
     return Group("respqueue 1 shard", "single", [p.port], [p.proc], [], keep=[p])
 
 
 def rq_shards(n: int, durability: str) -> Group:
-    base = free_range(n, False)
+    base = free_port_range(n)
     wd = tempfile.mkdtemp(prefix="bench-shards-")
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -216,7 +197,7 @@ def rq_shards(n: int, durability: str) -> Group:
     proc = subprocess.Popen(argv, cwd=wd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ports = [base + k for k in range(n)]
     for p in ports:
-        wait_port(p, 60)
+        wait_port(p, timeout=60)
     return Group(f"respqueue {n} shards", "cluster", ports, [proc], [wd])
 
 
@@ -226,7 +207,7 @@ def redis_single() -> Group:
 
 
 def redis_cluster(n: int) -> Group:
-    base = free_range(n, True)
+    base = free_port_range(n, bus=True)
     exe = shutil.which("redis-server") or "redis-server"
     procs, wds, ports = [], [], []
     for k in range(n):
@@ -234,23 +215,7 @@ def redis_cluster(n: int) -> Group:
         wd = tempfile.mkdtemp(prefix="bench-rc-")
         procs.append(
             subprocess.Popen(
-                [
-                    exe,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    wd,
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                ],
+                redis_cluster_node_argv(exe, port, wd),
                 cwd=wd,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

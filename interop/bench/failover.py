@@ -32,32 +32,10 @@ from collections import Counter
 import redis
 import redis.sentinel
 
-from interop.sentinel.cluster import DOWN_AFTER_MS, NAME, Cluster, call
+from interop.sentinel.cluster import DOWN_AFTER_MS, NAME, Cluster, Lines, call
 
 INTEROP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUEUE = "failbench"
-
-
-class Lines(threading.Thread):
-    """The node process's stdout lines, in order."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        super().__init__(daemon=True)
-        self.proc = proc
-        self.lines: list[str] = []
-
-    def run(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def first_completion_after(self, t: float) -> float | None:
-        """Wall-clock time of the first `completed` line stamped after ``t``, or None."""
-        for x in list(self.lines):
-            f = x.split()
-            if f[0] == "completed" and len(f) > 2 and int(f[2]) / 1000 > t:
-                return int(f[2]) / 1000
-        return None
 
 
 def run_bullmq(args: argparse.Namespace) -> int:

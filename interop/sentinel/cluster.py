@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -66,6 +67,32 @@ def until(cond: Any, timeout: float, what: str) -> Any:
         if time.time() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(0.05)
+
+
+class Lines(threading.Thread):
+    """A driver process's stdout lines, in order, read in the background."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        super().__init__(daemon=True)
+        self.proc = proc
+        self.lines: list[str] = []
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def has(self, prefix: str) -> bool:
+        """Whether a line starting with ``prefix`` was read."""
+        return any(x.startswith(prefix) for x in self.lines)
+
+    def first_completion_after(self, t: float) -> float | None:
+        """Wall-clock time of the first `completed` line stamped after ``t``, or None."""
+        for x in list(self.lines):
+            f = x.split()
+            if f[0] == "completed" and len(f) > 2 and int(f[2]) / 1000 > t:
+                return int(f[2]) / 1000
+        return None
 
 
 class Cluster:
