@@ -392,14 +392,19 @@ def xdel(c: Any, argv: list[bytes]) -> Any:
     s = c.db.lookup_type(argv[1], Stream)
     if s is None:
         return 0
-    ids = [parse_id(b, 0, strict=True)[0] for b in argv[2:]]
-    deleted = 0
+    return _by_ids(c, argv[1], s.delete, argv[2:])
+
+
+def _by_ids(c: Any, key: bytes, op: Any, raw_ids: list[bytes]) -> int:
+    """Parse every ID first (one bad ID fails the whole command), apply ``op`` to each, count the hits."""
+    ids = [parse_id(b, 0, strict=True)[0] for b in raw_ids]
+    done = 0
     for i in ids:
-        if s.delete(i):
-            deleted += 1
-    if deleted:
-        c.db.modified(argv[1])
-    return deleted
+        if op(i):
+            done += 1
+    if done:
+        c.db.modified(key)
+    return done
 
 
 @command("xsetid", -3, "write denyoom fast", 1, 1, 1, group="stream")
@@ -802,14 +807,7 @@ def xack(c: Any, argv: list[bytes]) -> Any:
     g = s.group(argv[2]) if s is not None else None
     if g is None:
         return 0
-    ids = [parse_id(b, 0, strict=True)[0] for b in argv[3:]]
-    acked = 0
-    for i in ids:
-        if g.ack(i):
-            acked += 1
-    if acked:
-        c.db.modified(argv[1])
-    return acked
+    return _by_ids(c, argv[1], g.ack, argv[3:])
 
 
 @command("xpending", -3, "readonly", 1, 1, 1, group="stream")
