@@ -22,6 +22,7 @@ from respqueue.call import Block, call
 from respqueue.client import Client
 from respqueue.commands.registry import COMMANDS as _COMMANDS
 from respqueue.commands.registry import Command
+from respqueue.commands.scripting import register_runtime
 from respqueue.commands.util import parse_int
 from respqueue.dispatch import resolve
 from respqueue.errors import NOSCRIPT
@@ -480,3 +481,6 @@ def get_scripting(server: Any) -> Scripting:
     if s is None:
         s = server.scripting = Scripting(server)
     return s
+
+
+register_runtime(get_scripting)

@@ -267,12 +267,15 @@ def _retention(v: str) -> str:
 
 
 def load_plugins() -> None:
-    """compat/ registers itself with the core at import (job history: its tables with the store, its capture
-    with the journal, its XADD hook; its metrics and dashboard API with the HTTP server): the CLI, where the
-    process starts, loads it; the core never does."""
+    """The plug-ins register themselves with the core at import: lua/ the script runtime (with the scripting
+    commands); compat/ BullMQ's native scripts (likewise), job history (its tables with the store, its capture
+    with the journal, its XADD hook), its metrics and dashboard API (with the HTTP server) and the job-row
+    layout (with persistence). The CLI, where the process starts, loads them; the core never does."""
     import compat.engine.layout  # noqa: F401  (BullMQ jobs stored as one row each: persistence.LAYOUTS)
     import compat.history  # noqa: F401
     import compat.metrics  # noqa: F401  (BullMQ's /metrics families and the dashboard API: http.PLUGINS)
+    import compat.native  # noqa: F401  (BullMQ's hot scripts run natively: commands.scripting.register_router)
+    import lua.runtime  # noqa: F401  (EVAL and friends: commands.scripting.register_runtime)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``. Importing this package registers them.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -37,6 +37,11 @@ Implemented:
 
 from __future__ import annotations
 
+from respqueue.commands.scripting import register_router
+
+from ..scripts import FALLBACK, run
 from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
+
+register_router(run, FALLBACK)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
 __all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]

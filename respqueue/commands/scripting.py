@@ -12,34 +12,33 @@ from ..resp import OK, RedisError, Status
 from .registry import command, container, subcommand
 from .util import eq
 
+#: What plug-ins register (as Redis modules do), so the core names none of them: the script runtime's
+#: factory (``lua/`` registers ``get_scripting``: server -> runtime, kept as ``server.scripting``) and a router
+#: that runs scripts it recognises natively (``compat/`` registers BullMQ's: ``(run, FALLBACK)``; ``run``
+#: returns ``FALLBACK`` to hand a script to the runtime). ``cli.load_plugins`` imports both.
+_runtime: Any = None
+_native: Any = None
+
+
+def register_runtime(factory: Any) -> None:
+    """Install the script runtime: ``factory(server)`` returns the server's runtime (made once, then cached)."""
+    global _runtime
+    _runtime = factory
+
+
+def register_router(run: Any, fallback: Any) -> None:
+    """Install a native script router: ``run(rt, client, argv, by_sha)`` answers, or returns ``fallback``."""
+    global _native
+    _native = (run, fallback)
+
 
 def _rt(c: Any) -> Any:
     s = c.server.scripting
     if s is None:
-        from lua.runtime import get_scripting
-
-        s = get_scripting(c.server)
+        if _runtime is None:
+            raise RedisError("ERR scripting is not available in this server")
+        s = _runtime(c.server)
     return s
-
-
-_native: Any = None
-
-
-def _native_run() -> Any:
-    """compat.scripts.run (native fast paths for BullMQ scripts), imported on first use."""
-    global _native
-    if _native is None:
-        try:
-            import compat.native  # noqa: F401  (registers the implementations)
-            from compat.scripts import FALLBACK, run
-
-            _native = (run, FALLBACK)
-        except Exception:
-            import logging
-
-            logging.getLogger("respqueue").exception("native scripts unavailable")
-            _native = False
-    return _native
 
 
 def _eval(c: Any, argv: list[bytes], by_sha: bool) -> Any:
@@ -47,7 +46,7 @@ def _eval(c: Any, argv: list[bytes], by_sha: bool) -> Any:
     rt = _rt(c)
     if c.server.write_refused is not None and c.server.repl is not None and c.server.repl.is_replica:
         return rt.eval(c, argv, by_sha=by_sha, ro=True)  # a replica: the script may only read
-    n = _native or _native_run()
+    n = _native
     if n and c.acl_unrestricted:  # a restricted ACL user runs the Lua path: each redis.call is checked
         r = n[0](rt, c, argv, by_sha)
         if r is not n[1]:
