@@ -275,7 +275,8 @@ CHUNK_INSERT = ("INSERT INTO history_chunks(ts_ms, last_ms, recorded_ms, prefix,
 
 
 def max_event_id(conn: sqlite3.Connection) -> int:
-    """An id at least that of every event stored, below that of every event to come (0: none yet)."""
+    """The id of the newest event stored (0: none), read from the newest chunk that has events (no unpacking);
+    every event to come gets a larger one."""
     legacy = conn.execute("SELECT coalesce(max(id), 0) FROM job_events_legacy").fetchone()[0]
-    top = conn.execute("SELECT max(id) FROM history_chunks").fetchone()[0]
-    return max(legacy, 0 if top is None else top * ID_SPAN + ID_SPAN - 1)
+    top = conn.execute("SELECT id * 65536 + n - 1 FROM history_chunks WHERE n > 0 ORDER BY id DESC LIMIT 1").fetchone()
+    return max(legacy, 0 if top is None else top[0])

@@ -35,7 +35,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from compat.history_schema import TABLES, create_history_tables, has_history
+from compat.history_schema import (
+    ID_SPAN,
+    TABLES,
+    ensure_watermarks,
+    events_select,
+    finals_select,
+    has_history,
+    is_chunked,
+    max_event_id,
+)
 
 DB_FILE = "respqueue.db"
 
@@ -206,36 +215,25 @@ def export_history(
         if not has_history(conn):
             raise ExportError(f"{path} has no job history tables (job_events, job_final)")
         last_event_id, last_final_ms = 0, -1
+        chunked = is_chunked(conn)
         if incremental:
             # The capture side creates this table too; make sure it is there before the snapshot.
-            create_history_tables(conn)
+            ensure_watermarks(conn)
             row = conn.execute(
                 "SELECT last_event_id, last_final_ms FROM history_watermarks WHERE dest=?", (key,)).fetchone()
             if row:
                 last_event_id, last_final_ms = row
         cutoff = now - settle_ms
-        ev_sql = "SELECT %s FROM job_events WHERE id > ?" % ",".join(n for n, _ in TABLES["job_events"])
-        fi_sql = "SELECT %s FROM job_final WHERE recorded_ms > ? AND recorded_ms <= ?" % ",".join(
-            n for n, _ in TABLES["job_final"])
-        ev_args: list[Any] = [last_event_id]
-        fi_args: list[Any] = [last_final_ms, cutoff]
-        if since_ms is not None:
-            ev_sql += " AND ts_ms >= ?"
-            fi_sql += " AND finished_on >= ?"
-            ev_args.append(since_ms)
-            fi_args.append(since_ms)
-        if until_ms is not None:
-            ev_sql += " AND ts_ms <= ?"
-            fi_sql += " AND finished_on <= ?"
-            ev_args.append(until_ms)
-            fi_args.append(until_ms)
-        ev_sql += " ORDER BY id"
+        ev_sql, ev_args, fi_sql, fi_args = _queries(chunked, last_event_id, last_final_ms, cutoff, since_ms, until_ms)
         # One read transaction: both tables come from the same snapshot.
         conn.execute("BEGIN")
         try:
             events = conn.execute(ev_sql, ev_args).fetchall()
             finals = conn.execute(fi_sql, fi_args).fetchall()
-            max_id = conn.execute("SELECT coalesce(max(id), 0) FROM job_events").fetchone()[0]
+            if chunked:
+                max_id = max_event_id(conn)
+            else:
+                max_id = conn.execute("SELECT coalesce(max(id), 0) FROM job_events").fetchone()[0]
         finally:
             conn.execute("COMMIT")
     except sqlite3.Error as e:
@@ -275,6 +273,62 @@ def export_history(
     finally:
         conn.close()
     return res
+
+
+def _queries(chunked: bool, last_event_id: int, last_final_ms: int, cutoff: int, since_ms: int | None,
+             until_ms: int | None) -> tuple[str, list[Any], str, list[Any]]:
+    """The events' and final records' SELECTs (and their arguments) for the rows after the watermark.
+
+    On a chunked store (schema version 7) the filters go on the chunks first (their id range, their time
+    range and recorded_ms, read without unpacking), then on the unpacked rows; a store of an earlier
+    version that no server has opened since has the row-per-event tables."""
+    ev_cols = ",".join(n for n, _ in TABLES["job_events"])
+    fi_cols = ",".join(n for n, _ in TABLES["job_final"])
+    if not chunked:
+        ev = ["id > ?"]
+        fi = ["recorded_ms > ?", "recorded_ms <= ?"]
+        ev_args: list[Any] = [last_event_id]
+        fi_args: list[Any] = [last_final_ms, cutoff]
+        if since_ms is not None:
+            ev.append("ts_ms >= ?")
+            fi.append("finished_on >= ?")
+            ev_args.append(since_ms)
+            fi_args.append(since_ms)
+        if until_ms is not None:
+            ev.append("ts_ms <= ?")
+            fi.append("finished_on <= ?")
+            ev_args.append(until_ms)
+            fi_args.append(until_ms)
+        return (f"SELECT {ev_cols} FROM job_events WHERE {' AND '.join(ev)} ORDER BY id", ev_args,  # noqa: S608
+                f"SELECT {fi_cols} FROM job_final WHERE {' AND '.join(fi)}", fi_args)  # noqa: S608
+    # legacy rows, then chunks: the legacy filter, then the chunk filter with its own arguments
+    lev, cev = ["id > ?"], ["c.id >= ?", "c.id * 65536 + e.key > ?"]
+    lev_args: list[Any] = [last_event_id]
+    cev_args: list[Any] = [last_event_id // ID_SPAN, last_event_id]
+    lfi, cfi = ["recorded_ms > ?", "recorded_ms <= ?"], ["c.recorded_ms > ?", "c.recorded_ms <= ?"]
+    lfi_args: list[Any] = [last_final_ms, cutoff]
+    cfi_args: list[Any] = [last_final_ms, cutoff]
+    if since_ms is not None:
+        lev.append("ts_ms >= ?")
+        cev += ["c.last_ms >= ?", "e.value ->> 0 >= ?"]
+        lev_args.append(since_ms)
+        cev_args += [since_ms, since_ms]
+        lfi.append("finished_on >= ?")
+        cfi.append("f.value ->> 7 >= ?")
+        lfi_args.append(since_ms)
+        cfi_args.append(since_ms)
+    if until_ms is not None:
+        lev.append("ts_ms <= ?")
+        cev += ["c.ts_ms <= ?", "e.value ->> 0 <= ?"]
+        lev_args.append(until_ms)
+        cev_args += [until_ms, until_ms]
+        lfi.append("finished_on <= ?")
+        cfi.append("f.value ->> 7 <= ?")
+        lfi_args.append(until_ms)
+        cfi_args.append(until_ms)
+    ev_sql = f"SELECT * FROM ({events_select(' AND '.join(cev), ' AND '.join(lev))}) ORDER BY id"  # noqa: S608
+    fi_sql = finals_select(" AND ".join(cfi), " AND ".join(lfi))
+    return ev_sql, lev_args + cev_args, fi_sql, lfi_args + cfi_args
 
 
 def shard_stores(source: str) -> list[tuple[int, str]]:
