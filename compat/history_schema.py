@@ -89,8 +89,6 @@ CREATE TABLE IF NOT EXISTS job_final_legacy(
     recorded_ms INTEGER,
     PRIMARY KEY(prefix, queue, job_id, finished_on)
 );
-INSERT INTO sqlite_sequence(name, seq) SELECT 'history_chunks', max(id) / 65536 + 1 FROM job_events_legacy
-    WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'history_chunks') HAVING max(id) IS NOT NULL;
 CREATE TABLE IF NOT EXISTS history_watermarks(
     dest TEXT PRIMARY KEY,
     last_event_id INTEGER NOT NULL,
@@ -189,10 +187,17 @@ HISTORY_TABLES = ("history_chunks", "job_events_legacy", "job_final_legacy", "hi
 LEGACY_NAMES = {"job_events_legacy": "job_events", "job_final_legacy": "job_final"}
 
 
+# the first chunk's id above the legacy events' ids (once: AUTOINCREMENT keeps the largest id since)
+_SEED = ("INSERT INTO sqlite_sequence(name, seq) SELECT 'history_chunks', max(id) / 65536 + 1 FROM job_events_legacy"
+         " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'history_chunks') HAVING max(id) IS NOT NULL")
+
+
 def upgrade_legacy(conn: sqlite3.Connection) -> None:
     """A store of an earlier version holds the history as the tables ``job_events``/``job_final`` (a row
-    per event): rename them to ``*_legacy`` so the views can take their names. Runs before
-    :data:`HISTORY_STATEMENTS` (idempotent: nothing to do once they are views)."""
+    per event): rename them to ``*_legacy`` so the views can take their names, and start the chunks' ids
+    above theirs. Runs before :data:`HISTORY_STATEMENTS` in a transaction (idempotent: nothing to do once
+    they are views and the chunks' id sequence exists). The statements themselves write no rows (the store's
+    rollback runs them in a scratch database)."""
     kinds = dict(conn.execute("SELECT name, type FROM sqlite_master WHERE name IN ('job_events', 'job_final',"
                               " 'job_events_legacy', 'job_final_legacy')").fetchall())
     for legacy, old in LEGACY_NAMES.items():
@@ -200,6 +205,10 @@ def upgrade_legacy(conn: sqlite3.Connection) -> None:
             if legacy in kinds:  # an empty legacy table made by a tool beside the old one: the old one wins
                 conn.execute(f"DROP TABLE {legacy}")
             conn.execute(f"ALTER TABLE {old} RENAME TO {legacy}")
+            kinds[legacy] = "table"
+    if kinds.get("job_events_legacy") == "table":
+        conn.execute(HISTORY_STATEMENTS[0])  # history_chunks (and with it sqlite_sequence)
+        conn.execute(_SEED)
 
 
 def create_history_tables(conn: sqlite3.Connection) -> None:

@@ -634,9 +634,8 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
                 pr.update(len(rows))
         except sqlite3.DatabaseError as e:
             lost.append(f"{table}: {e}")
-    for _v, stmts, _t in SCHEMAS.values():  # idempotent; some derive state from the rows just copied
-        for stmt in stmts:
-            new.execute(stmt)
+    for upgrade in SCHEMA_UPGRADES.values():  # idempotent; may derive state from the rows just copied
+        upgrade(new)
     new.execute("COMMIT")
     pr.close()
     old.close()
