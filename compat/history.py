@@ -172,7 +172,8 @@ class HistoryCapture:
         # the open batch's chunks: job key base (b"<prefix>:<queue>:") -> the queue's open chunk; all of them
         self._open: dict[bytes, _Chunk] = {}
         self._chunks: list[_Chunk] = []
-        self._rows = journal.row_ops  # the journal's extra rows of the open batch, where the chunks' rows are
+        # the journal's extra rows of the open batch, where the open chunks' rows are
+        self._rows: dict[str, list[Any]] | None = journal.row_ops
         self._task: asyncio.Task[None] | None = None
         self.events = 0
         self.finals = 0

@@ -150,7 +150,8 @@ def test_views_answer_sql(server):
         conn.execute("INSERT INTO job_final(prefix, queue, job_id, state, finished_on, recorded_ms)"
                      " VALUES('p', 'q9', 'k', 'failed', 6, 7)")
     conn.close()
-    assert sql(srv, "SELECT job_id, job_name, event, ts_ms FROM job_events WHERE queue='q9'") == [("k", "nk", "added", 5)]
+    assert sql(srv, "SELECT job_id, job_name, event, ts_ms FROM job_events WHERE queue='q9'") == [
+        ("k", "nk", "added", 5)]
     assert sql(srv, "SELECT job_id, state, finished_on, recorded_ms FROM job_final WHERE queue='q9'") == [
         ("k", "failed", 6, 7)]
     r.xadd("bull:q:events", {"event": "removed", "jobId": "1"})
