@@ -7,7 +7,7 @@ root measures that code, e.g. the release before, with the same writer counter),
 ``bullmq_bench.js process --jobs N`` (N jobs added with addBulk, then processed by a Worker at concurrency
 50), stops it cleanly and prints the rows the writer process ran (``RESPQUEUE_WRITER_ROWS``: every
 statement's rows, executemany rows counted one by one), split into history rows (the statements on the
-history tables) and the rest, per job. ``--job-rows`` sets ``RESPQUEUE_JOB_ROWS=on``.
+history tables) and the rest, per job, and the history's bytes in the file (tables and indexes) per job. ``--job-rows`` sets ``RESPQUEUE_JOB_ROWS=on``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -60,9 +61,17 @@ def run_once(root: str, jobs: int, job_rows: bool) -> dict[str, int]:
         srv.wait(60)
     with open(tally) as f:
         counts: dict[str, int] = json.load(f)
+    conn = sqlite3.connect(f"file:{os.path.join(work, 'data', 'respqueue.db')}?mode=ro", uri=True)
+    try:  # the history's pages (tables and indexes; a clean stop checkpointed the WAL)
+        pages = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall()
+        hbytes = sum(b for n, b in pages if n.startswith(("job_", "history_")) or "job_" in n)
+    except sqlite3.Error:
+        hbytes = 0
+    finally:
+        conn.close()
     shutil.rmtree(work, ignore_errors=True)
     hist = sum(n for sql, n in counts.items() if any(t in sql for t in HISTORY))
-    return {"total": sum(counts.values()), "history": hist}
+    return {"total": sum(counts.values()), "history": hist, "history_bytes": hbytes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,13 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job-rows", action="store_true", help="RESPQUEUE_JOB_ROWS=on")
     ap.add_argument("--runs", type=int, default=1)
     a = ap.parse_args(argv)
-    print("| run | rows | per job | history rows | per job | other rows | per job |")
-    print("|---|---|---|---|---|---|---|")
+    print("| run | rows | per job | history rows | per job | other rows | per job | history bytes per job |")
+    print("|---|---|---|---|---|---|---|---|")
     for i in range(a.runs):
         c = run_once(os.path.abspath(a.root), a.jobs, a.job_rows)
         other = c["total"] - c["history"]
         print(f"| {i + 1} | {c['total']:,} | {c['total'] / a.jobs:.2f} | {c['history']:,} | "
-              f"{c['history'] / a.jobs:.3f} | {other:,} | {other / a.jobs:.2f} |", flush=True)
+              f"{c['history'] / a.jobs:.3f} | {other:,} | {other / a.jobs:.2f} | {c['history_bytes'] / a.jobs:.0f} |",
+              flush=True)
     return 0
 
 
