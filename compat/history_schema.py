@@ -89,13 +89,13 @@ CREATE TABLE IF NOT EXISTS job_final_legacy(
     recorded_ms INTEGER,
     PRIMARY KEY(prefix, queue, job_id, finished_on)
 );
-CREATE TABLE IF NOT EXISTS history_watermarks(
+"""
+WATERMARKS_DDL = """CREATE TABLE IF NOT EXISTS history_watermarks(
     dest TEXT PRIMARY KEY,
     last_event_id INTEGER NOT NULL,
     last_final_ms INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL
-);
-"""
+)"""
 
 # The unpacked columns of a chunk's event ``e`` and final record ``f`` (json_each rows), in table order.
 _EV = ("c.id * 65536 + e.key", "e.value ->> 0", "c.prefix", "c.queue", "e.value ->> 1", "e.value ->> 2",
@@ -179,7 +179,7 @@ def _split(script: str) -> list[str]:
 
 
 #: every history statement, in order (idempotent): what the store's migration to version 7 runs
-HISTORY_STATEMENTS: list[str] = _split(CHUNKS_DDL) + _split(VIEWS_DDL)
+HISTORY_STATEMENTS: list[str] = _split(CHUNKS_DDL) + [WATERMARKS_DDL] + _split(VIEWS_DDL)
 HISTORY_DDL = ";\n".join(HISTORY_STATEMENTS) + ";\n"
 #: the history's tables (views and triggers are not tables: repair recreates them from the schema)
 HISTORY_TABLES = ("history_chunks", "job_events_legacy", "job_final_legacy", "history_watermarks")
@@ -231,7 +231,7 @@ def create_history_tables(conn: sqlite3.Connection) -> None:
 
 def ensure_watermarks(conn: sqlite3.Connection) -> None:
     """The exporter's ``history_watermarks`` table (the only history table a reader creates)."""
-    conn.execute(_split(CHUNKS_DDL)[-1])
+    conn.execute(WATERMARKS_DDL)
     if conn.in_transaction:
         conn.commit()
 
