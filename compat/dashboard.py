@@ -27,6 +27,7 @@ import json
 import time
 from typing import Any
 
+from compat.history_schema import events_select, finals_select, pack
 from compat.metrics import QueueMetrics, percentiles
 from respqueue.client import Client
 from respqueue.dispatch import call, resolve
@@ -274,10 +275,11 @@ class Dashboard:
     async def _history(
         self, prefix: str, queue: str, jid: str, ts: int | None
     ) -> tuple[list[Any], list[Any], str | None]:
-        """The job's events and final records. ``job_events`` has no index on the job id: when the job's
-        add time is known (its hash, else its final record, indexed by job id) only the events from shortly
-        before it are read, through the time index; otherwise (or when that misses the 'added' event)
-        the table is scanned."""
+        """The job's events and final records. The history has no index on the job id (compat/history_schema.py:
+        chunks of a queue's events): only the chunks of the job's queue whose text holds the job id (quoted,
+        as JSON has it) are unpacked, and when the job's add time is known (its hash, else its final record)
+        only the chunks from shortly before it, through the time index; otherwise (or when that misses the
+        'added' event) every chunk of the queue is looked at."""
         j = self.server.journal
         if j is None or self.server.history is None:
             return [], [], "job history is off (--history off or --durability memory)"
@@ -287,28 +289,33 @@ class Dashboard:
             return [], [], "aiosqlite is not installed"
         path = j.store.path
         cols = "ts_ms, event, attempt, worker, failed_reason, returnvalue_size, delay_ms, job_name"
+        needle = pack(jid)  # the job id as a JSON string, as the chunks hold it
+        job = "prefix=? AND queue=? AND job_id=?"
         async with aiosqlite.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
             conn.row_factory = aiosqlite.Row
+            fsel = finals_select("c.prefix=? AND c.queue=? AND instr(c.finals, ?) AND f.value ->> 0 = ?", job)
             cur = await conn.execute(
                 "SELECT state, timestamp, processed_on, finished_on, attempts_made, failed_reason, returnvalue"
-                " FROM job_final WHERE prefix=? AND queue=? AND job_id=? ORDER BY finished_on",
-                (prefix, queue, jid),
+                f" FROM ({fsel}) ORDER BY finished_on",  # noqa: S608
+                (prefix, queue, jid, prefix, queue, needle, jid),
             )
             finals = [dict(r) for r in await cur.fetchall()]
             known = [t for t in [ts, *(f["timestamp"] for f in finals)] if t is not None]
             events: list[dict[str, Any]] = []
+            chunk = "c.prefix=? AND c.queue=? AND instr(c.events, ?) AND e.value ->> 1 = ?"
             if known:
+                since = min(known) - TIMELINE_SLACK_MS
+                # the chunks' time index first: a range of it, no table scan
+                esel = events_select("c.last_ms >= ? AND " + chunk, "ts_ms >= ? AND " + job)
                 cur = await conn.execute(
-                    f"SELECT {cols} FROM job_events WHERE ts_ms >= ? AND prefix=? AND queue=? AND job_id=?"  # noqa: S608
-                    " ORDER BY ts_ms, id LIMIT 500",  # ts_ms first: a range of the time index, no table scan
-                    (min(known) - TIMELINE_SLACK_MS, prefix, queue, jid),
+                    f"SELECT {cols} FROM ({esel}) ORDER BY ts_ms, id LIMIT 500",  # noqa: S608
+                    (since, prefix, queue, jid, since, prefix, queue, needle, jid),
                 )
                 events = [dict(r) for r in await cur.fetchall()]
             if not events or events[0]["event"] != "added":
                 cur = await conn.execute(
-                    f"SELECT {cols} FROM job_events WHERE prefix=? AND queue=? AND job_id=?"  # noqa: S608
-                    " ORDER BY id LIMIT 500",
-                    (prefix, queue, jid),
+                    f"SELECT {cols} FROM ({events_select(chunk, job)}) ORDER BY id LIMIT 500",  # noqa: S608
+                    (prefix, queue, jid, prefix, queue, needle, jid),
                 )
                 events = [dict(r) for r in await cur.fetchall()]
         for f in finals:

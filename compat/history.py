@@ -4,9 +4,12 @@ BullMQ writes every lifecycle event of a job to the stream ``<prefix>:<queue>:ev
 capture subscribes to the core's ``stream_added`` hook (respqueue/events.py) when it opens, and
 :func:`on_stream_added` hands the entries of streams whose name ends in ``:events`` to
 :meth:`HistoryCapture.on_event` (the core knows nothing of events streams). The capture reads the job
-hash ``<prefix>:<queue>:<jobId>`` from the same database and appends rows for ``job_events`` (and, for a
-job that finished, ``job_final``) to the journal's open batch, so they commit in the same SQLite
-transaction as the write they record: no extra round trip, no disk wait on the hot path.
+hash ``<prefix>:<queue>:<jobId>`` from the same database and adds the event (and, for a job that finished,
+its final record) to the open chunk of its queue: one ``history_chunks`` row per queue per journal batch
+(compat/history_schema.py; ``job_events`` and ``job_final`` are views over the chunks). The chunk's row is
+appended to the journal's open batch when its first event comes and packed (JSON) when the batch closes,
+so it commits in the same SQLite transaction as the writes it records: no extra round trip, no disk wait
+on the hot path, and a batch of many job transitions costs the writer one history row per queue.
 
 BullMQ events map to the history vocabulary (``compat.history_schema.EVENTS``):
 
@@ -27,15 +30,16 @@ it was added with is in ``opts`` and in the ``added`` event's ``delay_ms``.
 ``attempt`` is the attempt the event belongs to: ``atm + 1`` while it runs (active, progress, stalled),
 ``atm`` once it ended (retried, completed, failed). ``worker`` is the job's ``pb`` (the Worker's ``name``
 option), unset for unnamed workers. For ``active`` it is only known after the script's HMSET that
-follows the XADD, so that row is completed at the job's next event or when the batch closes.
+follows the XADD, so that event is completed at the job's next event or when the batch closes.
 
 With ``removeOnComplete``/``removeOnFail`` the job hash is deleted before the ``completed``/``failed``
 event is written; the capture keeps a reference to each in-flight job's hash (a bounded cache filled at
 ``added``/``active``), so the final record still holds name, data, opts, timestamps and attemptsMade.
 ``finishedOn`` is then the event's time (the script's own timestamp is not visible to XADD).
 
-Retention (``--history-retention``, default 7d) runs in the background: it deletes old rows in chunks
-through the journal (each chunk is one op in a normal batch), never on the event loop.
+Retention (``--history-retention``, default 7d) runs in the background: it deletes the chunks whose last
+event is older (and old rows of the legacy tables) 2,000 rows at a time through the journal (each delete
+is one op in a normal batch), never on the event loop.
 """
 
 from __future__ import annotations
@@ -47,7 +51,16 @@ import sqlite3
 import time
 from typing import Any
 
-from compat.history_schema import EVENTS, HISTORY_DDL
+from compat.history_schema import (
+    CHUNK_INSERT,
+    CHUNK_MAX,
+    EVENTS,
+    HISTORY_STATEMENTS,
+    HISTORY_TABLES,
+    LEGACY_NAMES,
+    pack,
+    upgrade_legacy,
+)
 from respqueue import events
 from respqueue.persistence import register_plugin
 from respqueue.persistence.store import register_schema
@@ -55,21 +68,13 @@ from respqueue.types.hash import Hash
 
 log = logging.getLogger("respqueue")
 
-EVENT_INSERT = (
-    "INSERT INTO job_events(ts_ms, prefix, queue, job_id, job_name, event, attempt, worker, failed_reason,"
-    " returnvalue_size, delay_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)"
-)
-FINAL_INSERT = (
-    "INSERT OR REPLACE INTO job_final(prefix, queue, job_id, name, data, opts, timestamp, delay, processed_on,"
-    " finished_on, attempts_made, failed_reason, returnvalue, state, recorded_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-# Retention: one chunk per op. The newest event row is always kept, so SQLite never reuses an id
-# (the export's watermark relies on ids only growing).
-EVENTS_PURGE = (
-    "DELETE FROM job_events WHERE id IN (SELECT id FROM job_events WHERE ts_ms < ?"
-    " AND id < (SELECT max(id) FROM job_events) ORDER BY ts_ms LIMIT ?)"
-)
-FINALS_PURGE = "DELETE FROM job_final WHERE rowid IN (SELECT rowid FROM job_final WHERE recorded_ms < ? LIMIT ?)"
+# Retention: one op per PURGE_CHUNK rows. Chunk ids are never reused (AUTOINCREMENT), so every chunk may go.
+CHUNKS_PURGE = ("DELETE FROM history_chunks WHERE id IN (SELECT id FROM history_chunks WHERE last_ms < ?"
+                " ORDER BY last_ms LIMIT ?)")
+EVENTS_PURGE = ("DELETE FROM job_events_legacy WHERE id IN (SELECT id FROM job_events_legacy WHERE ts_ms < ?"
+                " ORDER BY ts_ms LIMIT ?)")
+FINALS_PURGE = ("DELETE FROM job_final_legacy WHERE rowid IN (SELECT rowid FROM job_final_legacy"
+                " WHERE recorded_ms < ? LIMIT ?)")
 PURGE_CHUNK = 2000
 
 DEFAULT_RETENTION = "7d"
@@ -100,13 +105,14 @@ def parse_switch(v: str | bool | None) -> bool:
 
 
 def history_statements() -> list[str]:
-    """The DDL of the history tables as single statements (for the store's migration)."""
-    return [s.strip() for s in HISTORY_DDL.split(";") if s.strip()]
+    """The DDL of the history tables and views as single statements (for the store's migration)."""
+    return list(HISTORY_STATEMENTS)
 
 
-#: the history tables, created by the store's schema version 2 (the version that added them)
-HISTORY_TABLES = ("job_events", "job_final", "history_watermarks")
-register_schema("history", 2, history_statements(), HISTORY_TABLES)
+#: the history in chunks: the store's schema version 7 (version 2 added the row-per-event tables, which
+#: ``upgrade_legacy`` renames to ``*_legacy`` before the statements make the views)
+register_schema("history", 7, history_statements(), HISTORY_TABLES, upgrade=upgrade_legacy,
+                former_names=LEGACY_NAMES)
 
 _KINDS = {e.encode(): e for e in EVENTS}  # event name -> its str (no decode per event)
 
@@ -138,6 +144,18 @@ class _Job:
         self.atm = atm
 
 
+class _Chunk:
+    """The open batch's history of one queue: its ``history_chunks`` row (in the journal's batch already,
+    packed when the batch closes), its events and final records."""
+
+    __slots__ = ("row", "events", "finals")
+
+    def __init__(self, row: list[Any]) -> None:
+        self.row = row
+        self.events: list[list[Any]] = []
+        self.finals: list[list[Any]] = []
+
+
 class HistoryCapture:
     """Hooked on ``server.history``; see the module docstring."""
 
@@ -149,14 +167,20 @@ class HistoryCapture:
         # two generations of in-flight jobs: (db, job key) -> _Job; O(1) bounded eviction
         self._cur: dict[tuple[int, bytes], _Job] = {}
         self._old: dict[tuple[int, bytes], _Job] = {}
-        # active rows whose worker (pb) is set by the script after the XADD: (db, job key) -> (row, hash)
+        # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (event, hash)
         self._unresolved: dict[tuple[int, bytes], tuple[list[Any], Any]] = {}
+        # the open batch's chunks: job key base (b"<prefix>:<queue>:") -> the queue's open chunk; all of them
+        self._open: dict[bytes, _Chunk] = {}
+        self._chunks: list[_Chunk] = []
+        # the journal's extra rows of the open batch, where the open chunks' rows are
+        self._rows: dict[str, list[Any]] | None = journal.row_ops
         self._task: asyncio.Task[None] | None = None
         self.events = 0
         self.finals = 0
         self.purged = 0
         self.metrics: Any = None  # compat.metrics.QueueMetrics when --metrics-port is set
-        journal.batch_hooks.append(self.resolve_all)
+        self.chunks = 0
+        journal.batch_hooks.append(self.close_batch)
         journal.close_hooks.append(self.stop)
 
     # ---- lifecycle ----------------------------------------------------------
@@ -203,11 +227,50 @@ class HistoryCapture:
         return info
 
     def resolve_all(self) -> None:
-        """The batch closes: the active rows still waiting for their worker take it from the hash now."""
+        """The active events still waiting for their worker take it from the hash now."""
         if self._unresolved:
             for row, h in self._unresolved.values():
-                row[7] = _s(h.get(b"pb"))
+                row[5] = _s(h.get(b"pb"))
             self._unresolved.clear()
+
+    def close_batch(self) -> None:
+        """The journal's batch closes (``batch_hooks``): fill in its chunks' rows (JSON), open new ones after."""
+        self.resolve_all()
+        if not self._chunks:
+            return
+        now = int(time.time() * 1000)
+        for ch in self._chunks:
+            evs = ch.events
+            row = ch.row
+            if evs:
+                ts = [e[0] for e in evs]
+                row[0] = min(ts)
+                row[1] = max(ts)
+            else:
+                row[0] = row[1] = now
+            row[2] = now
+            row[5] = len(evs)
+            row[6] = pack(evs)
+            row[7] = pack(ch.finals) if ch.finals else None
+        self.chunks += len(self._chunks)
+        self._chunks = []
+        self._open = {}
+        self._rows = None  # the journal takes its rows next: the next event opens new chunks
+
+    def _chunk(self, jbase: bytes, prefix: str, queue: str) -> _Chunk:
+        """The open chunk of the queue (a new one, its row appended to the open batch, when there is none
+        or it is full)."""
+        if self._rows is not self.journal.row_ops:  # the journal dropped its open batch's rows (a rollback)
+            self._rows = self.journal.row_ops
+            self._open = {}
+            self._chunks = []
+        ch = self._open.get(jbase)
+        if ch is None or len(ch.events) >= CHUNK_MAX:
+            ch = _Chunk([0, 0, 0, prefix, queue, 0, "[]", None])
+            self._open[jbase] = ch
+            self._chunks.append(ch)
+            self.journal.append_row(CHUNK_INSERT, ch.row)
+        return ch
 
     def on_event(self, c: Any, key: bytes, ms: int, argv: list[bytes], pos: int) -> None:
         """XADD added an entry (fields ``argv[pos:]``, ID time ``ms``) to the stream ``key`` (``...:events``).
@@ -240,7 +303,7 @@ class HistoryCapture:
         if self._unresolved:
             u = self._unresolved.pop(ck, None)
             if u is not None:
-                u[0][7] = _s(u[1].get(b"pb"))
+                u[0][5] = _s(u[1].get(b"pb"))
         j = self._get(ck)
         src = h if h is not None else (j.h if j is not None else None)
         # the hash's own dict when it is a plain Hash (no method call per field)
@@ -255,11 +318,11 @@ class HistoryCapture:
                     self._put(ck, _Job(h, atm))
                 else:
                     j.atm = atm
-            row = [ms, prefix, queue, sjid, name, "active", atm + 1, None, None, None, None]
+            row = [ms, sjid, name, "active", atm + 1, None, None, None, None]
             if h is not None:
                 self._unresolved[ck] = (row, h)
             self.events += 1
-            self.journal.append_row(EVENT_INSERT, row)
+            self._chunk(jbase, prefix, queue).events.append(row)
             return
         attempt = worker = reason = rv_size = delay = None
         kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
@@ -272,7 +335,7 @@ class HistoryCapture:
             if rv is not None:
                 rv_size = len(rv)
             reason = _s(fr)
-            self._final(prefix, queue, sjid, kind, ms, g, h is not None, rv, fr)
+            self._final(self._chunk(jbase, prefix, queue), sjid, kind, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
             if j is not None:
@@ -311,7 +374,7 @@ class HistoryCapture:
         elif ev == b"retries-exhausted":
             return  # always right after the final 'failed' event, which says the same
         self.events += 1
-        self.journal.append_row(EVENT_INSERT, (ms, prefix, queue, sjid, name, kind, attempt, worker, reason, rv_size, delay))
+        self._chunk(jbase, prefix, queue).events.append([ms, sjid, name, kind, attempt, worker, reason, rv_size, delay])
 
     @staticmethod
     def _field(argv: list[bytes], pos: int, name: bytes) -> bytes | None:
@@ -323,23 +386,23 @@ class HistoryCapture:
             i += 2
         return None
 
-    def _final(self, prefix: str, queue: str, jid: str, state: str, ms: int, g: Any, live: bool,
+    def _final(self, ch: _Chunk, jid: str, state: str, ms: int, g: Any, live: bool,
                rv: bytes | None, fr: bytes | None) -> None:
-        """The job's ``job_final`` row; ``g`` reads a field of its hash (None: the hash is unknown)."""
-        now = int(time.time() * 1000)
+        """The job's final record (a ``job_final`` row) into the chunk ``ch``; ``g`` reads a field of its hash
+        (None: the hash is unknown). ``recorded_ms`` is the chunk's."""
         if g is not None:
             processed = _i(g(b"processedOn"))
             finished = _i(g(b"finishedOn")) if live else None
             if finished is None:
                 finished = max(ms, processed or 0)
-            row = (prefix, queue, jid, _s(g(b"name")), _s(g(b"data")), _s(g(b"opts")), _i(g(b"timestamp")),
+            row = [jid, _s(g(b"name")), _s(g(b"data")), _s(g(b"opts")), _i(g(b"timestamp")),
                    _i(g(b"delay")), processed, finished, _i(g(b"atm")),
                    _s(fr if fr is not None else g(b"failedReason")),
-                   _s(rv if rv is not None else g(b"returnvalue")), state, now)
+                   _s(rv if rv is not None else g(b"returnvalue")), state]
         else:
-            row = (prefix, queue, jid, None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state, now)
+            row = [jid, None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state]
         self.finals += 1
-        self.journal.append_row(FINAL_INSERT, row)
+        ch.finals.append(row)
 
     # ---- retention ------------------------------------------------------------------
     def _interval(self) -> float:
@@ -368,8 +431,10 @@ class HistoryCapture:
         cutoff = int(time.time() * 1000) - self.retention_s * 1000
         total = 0
         for count_sql, purge_sql in (
-            ("SELECT count(*) FROM (SELECT 1 FROM job_events WHERE ts_ms < ? LIMIT 1000000)", EVENTS_PURGE),
-            ("SELECT count(*) FROM (SELECT 1 FROM job_final WHERE recorded_ms < ? LIMIT 1000000)", FINALS_PURGE),
+            ("SELECT count(*) FROM (SELECT 1 FROM history_chunks WHERE last_ms < ? LIMIT 1000000)", CHUNKS_PURGE),
+            ("SELECT count(*) FROM (SELECT 1 FROM job_events_legacy WHERE ts_ms < ? LIMIT 1000000)", EVENTS_PURGE),
+            ("SELECT count(*) FROM (SELECT 1 FROM job_final_legacy WHERE recorded_ms < ? LIMIT 1000000)",
+             FINALS_PURGE),
         ):
             n = await asyncio.to_thread(_count, conn, count_sql, cutoff)
             while n > 0:

@@ -123,7 +123,8 @@ def test_incremental_second_run_exports_only_new_rows(tmp_path):
     assert (r4.events, r4.finals) == (len(events), len(finals))
     conn = sqlite3.connect(db)
     marks = dict(conn.execute("SELECT dest, last_event_id FROM history_watermarks"))
-    assert marks == {os.path.abspath(dest): len(events), os.path.abspath(other): len(events)}
+    (top,) = conn.execute("SELECT max(id) FROM job_events").fetchone()
+    assert marks == {os.path.abspath(dest): top, os.path.abspath(other): top}
 
 
 def test_settle_window_defers_fresh_final_records(tmp_path):

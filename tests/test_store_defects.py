@@ -388,7 +388,7 @@ def test_store_of_schema_version_4_loads_and_is_rewritten_in_chunks_on_change() 
     n.start()
     try:
         assert n.r.get("big") == big and n.r.get("other") == big[::-1] and n.r.get("small") == b"v"
-        assert _rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("6",)]
+        assert _rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("7",)]
         assert n.r.append("big", b"!") == len(big) + 1
         n.r.save()
         assert _rows(n, "SELECT typeof(value), value FROM keys WHERE key = CAST('big' AS BLOB)") == [

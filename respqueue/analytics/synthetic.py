@@ -12,7 +12,7 @@ import random
 import sqlite3
 import sys
 
-from compat.history_schema import create_history_tables
+from compat.history_schema import CHUNK_INSERT, chunk_rows, create_history_tables
 
 BASE_MS = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC, a fixed start so dates/minutes are reproducible
 WORKLOAD = (
@@ -82,6 +82,7 @@ def generate(n_jobs: int, seed: int = 7, base_ms: int = BASE_MS, span_ms: int = 
     return events, finals
 
 
+# one row per event / final record (through the views' INSTEAD OF triggers: a chunk each); write() packs chunks
 EVENT_INSERT = ("INSERT INTO job_events(ts_ms, prefix, queue, job_id, job_name, event, attempt, worker,"
                 " failed_reason, returnvalue_size, delay_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)")
 FINAL_INSERT = "INSERT INTO job_final VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -97,8 +98,7 @@ def write(path: str, events: list[tuple], finals: list[tuple]) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         create_history_tables(conn)
         with conn:
-            conn.executemany(EVENT_INSERT, events)
-            conn.executemany(FINAL_INSERT, finals)
+            conn.executemany(CHUNK_INSERT, chunk_rows(events, finals))
     finally:
         conn.close()
 

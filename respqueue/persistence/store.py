@@ -31,7 +31,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -94,20 +94,35 @@ _SCHEMA_V6 = [
     "ALTER TABLE keys ADD COLUMN lock_ms INTEGER",
 ]
 
+# version 7: the job history in chunks (compat/history_schema.py registers its statements and an upgrade that
+# renames the row-per-event tables of earlier versions); nothing of the core's own changes
+_SCHEMA_V7: list[str] = []
+
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
-MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5, 6: _SCHEMA_V6}
+MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5, 6: _SCHEMA_V6,
+                                     7: _SCHEMA_V7}
 #: tables registered by plug-ins (register_schema): repair copies them when the old file has them
 REGISTERED_TABLES: list[str] = []
 #: name -> (schema version, statements, tables) of each registered schema
 SCHEMAS: dict[str, tuple[int, list[str], tuple[str, ...]]] = {}
+#: version -> functions run before that version's statements (a plug-in's conversion of what an earlier
+#: version wrote), and name -> that function, run before the statements when a store lacks the tables
+UPGRADES: dict[int, list[Callable[[sqlite3.Connection], None]]] = {}
+SCHEMA_UPGRADES: dict[str, Callable[[sqlite3.Connection], None]] = {}
+#: registered table -> the name it had in an earlier version (repair copies from that when it is absent)
+FORMER_NAMES: dict[str, str] = {}
 
 
-def register_schema(name: str, version: int, statements: list[str], tables: tuple[str, ...] = ()) -> None:
+def register_schema(name: str, version: int, statements: list[str], tables: tuple[str, ...] = (),
+                    upgrade: Callable[[sqlite3.Connection], None] | None = None,
+                    former_names: dict[str, str] | None = None) -> None:
     """A plug-in's tables (compat's job history): ``statements`` (idempotent ``CREATE ... IF NOT EXISTS``)
     run in the migration to schema ``version`` (the version that introduced them, so that files keep
-    the same schema version and tables), and on every open of a store that lacks them. Registering the
+    the same schema version and tables), and on every open of a store that lacks them. ``upgrade`` (idempotent)
+    runs just before them, to convert what an earlier version of the plug-in wrote; ``former_names`` maps a
+    table to the name it had before (repair reads an old file's table by that name). Registering the
     same name again is a no-op. Must happen before a store is opened (at import of the plug-in)."""
     if name in SCHEMAS:
         return
@@ -116,17 +131,30 @@ def register_schema(name: str, version: int, statements: list[str], tables: tupl
     stmts = [s for s in statements if s.strip()]
     SCHEMAS[name] = (version, stmts, tuple(tables))
     MIGRATIONS[version].extend(stmts)
+    if upgrade is not None:
+        UPGRADES.setdefault(version, []).append(upgrade)
+        SCHEMA_UPGRADES[name] = upgrade
+    FORMER_NAMES.update(former_names or {})
     REGISTERED_TABLES.extend(t for t in tables if t not in REGISTERED_TABLES)
 
 
 def _ensure_registered(conn: sqlite3.Connection) -> None:
     """Create the registered tables a store of the current version lacks (it was made before the plug-in
     registered them): ``CREATE ... IF NOT EXISTS`` writes nothing when they exist."""
-    for _version, stmts, tables in SCHEMAS.values():
+    for name, (_version, stmts, tables) in SCHEMAS.items():
         have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not set(tables) <= have:
-            for stmt in stmts:
-                conn.execute(stmt)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                upgrade = SCHEMA_UPGRADES.get(name)
+                if upgrade is not None:
+                    upgrade(conn)
+                for stmt in stmts:
+                    conn.execute(stmt)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
 _LATER_TABLES = ("stream_chunks", "string_chunks")  # keyspace tables that stores of an earlier schema version lack
 ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items", "stream_chunks", "stream_entries",
@@ -484,6 +512,8 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         for target in range(v + 1, SCHEMA_VERSION + 1):
+            for upgrade in UPGRADES.get(target, ()):
+                upgrade(conn)
             for stmt in MIGRATIONS[target]:
                 conn.execute(stmt)
         conn.execute(
@@ -587,10 +617,14 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
     # registered tables (job history): copied when the old file has them (columns by name: row ids kept)
     for table in REGISTERED_TABLES:
         try:
+            src = table
             cols = [r[1] for r in old.execute(f"PRAGMA table_info({table})")]
+            if not cols and table in FORMER_NAMES:  # a store of an earlier version: the table's former name
+                src = FORMER_NAMES[table]
+                cols = [r[1] for r in old.execute(f"PRAGMA table_info({src})")]
             if not cols:
                 continue
-            cur = old.execute(f"SELECT {','.join(cols)} FROM {table}")  # noqa: S608 - fixed table names
+            cur = old.execute(f"SELECT {','.join(cols)} FROM {src}")  # noqa: S608 - fixed table names
             ph = ",".join("?" * len(cols))
             while True:
                 rows = cur.fetchmany(1000)
@@ -600,6 +634,8 @@ def repair(directory: str, progress: Callable[..., Any] | None = None) -> tuple[
                 pr.update(len(rows))
         except sqlite3.DatabaseError as e:
             lost.append(f"{table}: {e}")
+    for upgrade in SCHEMA_UPGRADES.values():  # idempotent; may derive state from the rows just copied
+        upgrade(new)
     new.execute("COMMIT")
     pr.close()
     old.close()

@@ -153,6 +153,9 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.buffer
     fast_binding()
     conn = open_connection(path, synchronous)
+    # RESPQUEUE_WRITER_ROWS=FILE (measurement, interop/bench/history_rows.py): the rows of every statement
+    # run, by statement, written to FILE as JSON when the writer ends
+    tally: dict[str, int] | None = {} if os.environ.get("RESPQUEUE_WRITER_ROWS") else None
     try:
         while True:
             job = read_frame(inp)
@@ -163,8 +166,16 @@ def main(argv: list[str]) -> int:
             err = run_batch(conn, ops)
             out.write(frame([bid, err, (time.perf_counter() - t0) * 1000]))
             out.flush()
+            if tally is not None:
+                for sql, params, many in ops:
+                    tally[sql] = tally.get(sql, 0) + (len(params) if many else 1)
     finally:
         conn.close()
+        if tally is not None:
+            import json
+
+            with open(os.environ["RESPQUEUE_WRITER_ROWS"], "w") as f:
+                json.dump(tally, f)
 
 
 if __name__ == "__main__":
