@@ -347,7 +347,7 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     e.add_argument("--settle-ms", dest="settle_ms", type=int, default=2000,
                    help="leave final records younger than this for the next run, default 2000")
     add_quiet_flag(e)
-    from .analytics.job import build_parser as analytics_parser
+    from compat.analytics.job import build_parser as analytics_parser
 
     a = sub.add_parser("analytics", help="Spark analytics over job history, with an HTML report")
     analytics_parser(a)
@@ -376,11 +376,12 @@ def add_history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
 def run_history_command(ns: argparse.Namespace) -> int:
     """Run ``history export``, ``analytics`` or ``enqueue`` (pyspark/pyarrow are imported only here)."""
     if ns.cmd == "history":
-        from .history_export import ExportError, export_history, parse_time
+        from compat.history_export import ExportError, export_history, parse_time
+
         from .progress import for_cli
 
         d = ns.dir if ns.dir and ns.dir.endswith(".db") else Config.load({"dir": ns.dir}).dir
-        from .history_export import export_shards, shard_stores
+        from compat.history_export import export_shards, shard_stores
 
         if shard_stores(d):  # serve --shards: every shard into the one dataset
             try:
@@ -401,12 +402,13 @@ def run_history_command(ns: argparse.Namespace) -> int:
         print(res.summary())
         return 0
     if ns.cmd == "analytics":
-        from .analytics.job import run_cli
+        from compat.analytics.job import run_cli
 
         return run_cli(ns)
     import json
 
-    from .analytics.job import build_session
+    from compat.analytics.job import build_session
+
     from .pipeline import enqueue, read_file
     from .progress import for_cli
 

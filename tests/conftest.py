@@ -116,7 +116,7 @@ def spark() -> Iterator[Any]:
     that use it skip themselves when pyspark or Java is missing."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
-    from respqueue.analytics.job import build_session
+    from compat.analytics.job import build_session
 
     s = build_session("local[2]", app="respqueue-tests")
     yield s

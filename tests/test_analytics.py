@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from respqueue.analytics import synthetic
+from compat.analytics import synthetic
 
 N_JOBS = 700
 needs_spark = pytest.mark.skipif(
@@ -27,7 +27,7 @@ pytestmark = needs_spark
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    from respqueue.history_export import export_history
+    from compat.history_export import export_history
 
     base = tmp_path_factory.mktemp("hist")
     data = base / "data"
@@ -40,7 +40,7 @@ def history(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def result(spark, history):
-    from respqueue.analytics.job import run_analytics
+    from compat.analytics.job import run_analytics
 
     out = history["base"] / "out"
     data = run_analytics(str(history["export"]), str(out), spark=spark)
@@ -160,7 +160,7 @@ def test_parquet_tables_hold_the_figures(result, table):
 
 
 def test_live_store_source_gives_the_same_figures(spark, history, result, tmp_path):
-    from respqueue.analytics.job import run_analytics
+    from compat.analytics.job import run_analytics
 
     live = run_analytics(str(history["data"]), str(tmp_path / "live"), spark=spark)
     same(live["summary"], result["data"]["summary"])
@@ -184,8 +184,8 @@ def test_s3_export_source(spark, history, result, tmp_path, s3env, monkeypatch):
         monkeypatch.setenv(k, v)
     import boto3
 
-    from respqueue.analytics.job import run_analytics
-    from respqueue.history_export import export_history
+    from compat.analytics.job import run_analytics
+    from compat.history_export import export_history
 
     boto3.client("s3").create_bucket(Bucket="hist-an")
     export_history(str(history["data"]), "s3://hist-an/x")
@@ -195,7 +195,7 @@ def test_s3_export_source(spark, history, result, tmp_path, s3env, monkeypatch):
 
 
 def test_empty_export(spark, tmp_path):
-    from respqueue.analytics.job import run_analytics
+    from compat.analytics.job import run_analytics
 
     (tmp_path / "empty").mkdir()
     data = run_analytics(str(tmp_path / "empty"), str(tmp_path / "out"), spark=spark)

@@ -217,7 +217,7 @@ def test_round_trip_dataframe_queue_workers_history_analytics(spark, tmp_path):
 
     The expected figures come from the job hashes BullMQ itself left on the server (timestamp, delay,
     processedOn, finishedOn, attemptsMade, failedReason), read before the server stops."""
-    from respqueue.analytics.job import run_analytics
+    from compat.analytics.job import run_analytics
     from respqueue.pipeline import enqueue
 
     srv = start_respqueue(workdir=str(tmp_path))

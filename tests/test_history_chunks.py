@@ -185,7 +185,7 @@ def _v6_store(d: str) -> None:
 
 def test_upgrade_of_a_store_with_rows_per_event(server, tmp_path):
     pytest.importorskip("pyarrow")
-    from respqueue.history_export import export_history, read_export
+    from compat.history_export import export_history, read_export
 
     data = str(tmp_path / "s0" / "data")
     _v6_store(data)
@@ -227,7 +227,7 @@ def test_repair_of_a_store_with_rows_per_event(tmp_path):
     _v6_store(data)
     if importlib.util.find_spec("pyarrow") is not None:
         # before any server of this version opened it: the export reads the old tables as they are
-        from respqueue.history_export import export_history
+        from compat.history_export import export_history
 
         res = export_history(data, str(tmp_path / "out"), settle_ms=-10**9)
         assert (res.events, res.finals, res.last_event_id) == (OLD_EVENTS, 1, OLD_EVENTS)

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
+from compat.analytics import synthetic
 from compat.history_schema import TABLES, create_history_tables, has_history
-from respqueue.analytics import synthetic
 
 from .servers import ROOT, free_port
 
@@ -40,7 +40,7 @@ def db_rows(path: str, table: str) -> set[tuple]:
 
 
 def export_rows(dest: str) -> tuple[set[tuple], set[tuple], int, int]:
-    from respqueue.history_export import read_export
+    from compat.history_export import read_export
 
     ev, fi = read_export(dest, "job_events"), read_export(dest, "job_final")
     return rows_of(ev, EV_COLS), rows_of(fi, FI_COLS), ev.num_rows, fi.num_rows
@@ -70,7 +70,7 @@ def test_schema_ddl_is_idempotent(tmp_path):
 
 
 def test_export_everything_exactly(store, tmp_path):
-    from respqueue.history_export import export_history
+    from compat.history_export import export_history
 
     dest = tmp_path / "out"
     res = export_history(str(store), str(dest))
@@ -94,7 +94,7 @@ def test_export_everything_exactly(store, tmp_path):
 
 
 def test_incremental_second_run_exports_only_new_rows(tmp_path):
-    from respqueue.history_export import export_history
+    from compat.history_export import export_history
 
     d = tmp_path / "data"
     d.mkdir()
@@ -128,7 +128,7 @@ def test_incremental_second_run_exports_only_new_rows(tmp_path):
 
 
 def test_settle_window_defers_fresh_final_records(tmp_path):
-    from respqueue.history_export import export_history
+    from compat.history_export import export_history
 
     db = str(tmp_path / "h.db")
     events, finals = synthetic.generate(40, seed=5)
@@ -142,7 +142,7 @@ def test_settle_window_defers_fresh_final_records(tmp_path):
 
 
 def test_since_until_and_full(store, tmp_path):
-    from respqueue.history_export import export_history, parse_time
+    from compat.history_export import export_history, parse_time
 
     db = str(store / "respqueue.db")
     lo, hi = synthetic.BASE_MS + 100_000, synthetic.BASE_MS + 200_000
@@ -161,7 +161,7 @@ def test_since_until_and_full(store, tmp_path):
 
 def test_snapshot_is_consistent_while_a_writer_commits(tmp_path):
     """Each writer transaction adds one 'completed' event and its final record; every export must see pairs."""
-    from respqueue.history_export import export_history
+    from compat.history_export import export_history
 
     db = str(tmp_path / "live.db")
     synthetic.write(db, [], [])
@@ -194,7 +194,7 @@ def test_snapshot_is_consistent_while_a_writer_commits(tmp_path):
 
 
 def test_errors(tmp_path):
-    from respqueue.history_export import ExportError, export_history, parse_time
+    from compat.history_export import ExportError, export_history, parse_time
 
     with pytest.raises(ExportError, match="no store"):
         export_history(str(tmp_path / "missing"), str(tmp_path / "o"))
@@ -267,7 +267,7 @@ def test_s3_export_on_moto_server(store, tmp_path, moto, monkeypatch):
         monkeypatch.setenv(k, v)
     import boto3
 
-    from respqueue.history_export import download_s3, export_history
+    from compat.history_export import download_s3, export_history
 
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="hist")

@@ -261,7 +261,7 @@ needs_arrow = pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, re
 
 @needs_arrow
 def test_history_export_counts_rows(tmp_path):
-    from respqueue.analytics import synthetic
+    from compat.analytics import synthetic
 
     db = str(tmp_path / "h.db")
     assert synthetic.main([db, "200"]) == 0

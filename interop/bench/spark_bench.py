@@ -76,9 +76,9 @@ def bench_enqueue(spark, port: int, rows: int, batch: int, node: bool = True) ->
 
 
 def bench_analytics(spark, records: int, tmp: str) -> dict:
-    from respqueue.analytics import synthetic
-    from respqueue.analytics.job import run_analytics
-    from respqueue.history_export import export_history
+    from compat.analytics import synthetic
+    from compat.analytics.job import run_analytics
+    from compat.history_export import export_history
 
     jobs = max(1, int(records / 5.2))
     while True:
@@ -112,7 +112,7 @@ def main() -> int:
     ns = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
-    from respqueue.analytics.job import build_session
+    from compat.analytics.job import build_session
 
     t0 = time.perf_counter()
     spark = build_session(ns.master, app="respqueue-bench")

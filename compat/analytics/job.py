@@ -2,8 +2,8 @@
 
 Also runnable on its own::
 
-    spark-submit respqueue/analytics/job.py SRC OUT
-    python -m respqueue.analytics SRC OUT --master local[2]
+    spark-submit compat/analytics/job.py SRC OUT
+    python -m compat.analytics SRC OUT --master local[2]
 
 SRC is a ``respqueue history export`` folder, an ``s3://bucket/prefix`` export (copied to a temporary
 folder through boto3 first, so no hadoop-aws jars are needed), or a live store (a data dir holding
@@ -96,11 +96,11 @@ def load_export(spark: Any, src: str) -> tuple[Any, Any]:
 
 def resolve_source(src: str, tmp: str) -> str:
     """An export folder for SRC: as is, downloaded from S3, or snapshot-exported from a live store."""
-    from respqueue.history_export import DB_FILE, download_s3, export_history
+    from compat.history_export import DB_FILE, download_s3, export_history
 
     if src.startswith("s3://"):
         return download_s3(src, os.path.join(tmp, "s3"))
-    from respqueue.history_export import export_shards, shard_stores
+    from compat.history_export import export_shards, shard_stores
 
     if shard_stores(src):  # a sharded data directory (serve --shards): every shard's store
         dest = os.path.join(tmp, "snapshot")
@@ -191,7 +191,7 @@ def _rows(df: Any) -> list[dict[str, Any]]:
 
 def run_analytics(src: str, out: str, spark: Any = None, master: str | None = "local[*]") -> dict[str, Any]:
     """Compute every figure from SRC, write OUT/tables/*, OUT/report.json and OUT/report.html."""
-    from respqueue.analytics.report import write_report
+    from compat.analytics.report import write_report
 
     t0 = time.time()
     if spark is None:

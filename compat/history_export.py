@@ -248,7 +248,7 @@ def export_history(
     res = ExportResult(dest=key, events=len(events), finals=len(finals))
     try:
         sink = _Sink(dest)
-        from .progress import silent
+        from respqueue.progress import silent
 
         with (progress or silent)("history export: writing", len(events) + len(finals), "rows") as pr:
             f1, q1 = _write_table(sink, "job_events", events, "ts_ms", pr, file_tag)
@@ -347,7 +347,7 @@ def _chunk_events(conn: sqlite3.Connection, last_event_id: int, since_ms: int | 
 
 def shard_stores(source: str) -> list[tuple[int, str]]:
     """``[(K, D/shard-K)]`` when ``source`` is a sharded data directory (``serve --shards``), else ``[]``."""
-    from .cluster.backup import shard_dirs
+    from respqueue.cluster.backup import shard_dirs
 
     if not os.path.isdir(source):
         return []

@@ -2,7 +2,7 @@
 
 Used by the tests (which compute the expected figures independently) and by the benchmark::
 
-    python -m respqueue.analytics.synthetic DB_FILE N_JOBS [SEED]
+    python -m compat.analytics.synthetic DB_FILE N_JOBS [SEED]
 """
 
 from __future__ import annotations

@@ -1,0 +1,7 @@
+"""``python -m compat.analytics SRC OUT [--master M]``."""
+
+import sys
+
+from compat.analytics.job import main
+
+sys.exit(main())
