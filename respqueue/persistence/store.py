@@ -133,6 +133,15 @@ ALL_TABLES = ("keys", "hash_fields", "set_members", "zset_members", "list_items"
               "string_chunks")
 
 
+def _write_all(fd: int, head: bytes, data: bytes) -> None:
+    """Write ``head`` then ``data`` to the (blocking) pipe ``fd``, with one system call as a rule."""
+    n = os.writev(fd, (head, data))
+    if n < len(head) + len(data):  # cut short (a signal): write the rest
+        rest = memoryview(head + data)[n:]
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+
+
 class StoreError(Exception):
     """The store cannot be opened or used; the message names the file and the remedy."""
 
@@ -275,10 +284,9 @@ class Store:
             return
         self._inflight = batch_id
         try:
-            # header and payload written apart: a big batch (a large string's chunks) is not copied again
-            child.stdin.write(head)
-            child.stdin.write(data)
-            child.stdin.flush()
+            # header and payload in one writev (a big batch, a large string's chunks, is not copied
+            # again): one system call and one wake-up of the writer, not one for each part
+            _write_all(child.stdin.fileno(), head, data)
         except (OSError, ValueError) as e:
             self._inflight = None
             assert self._done is not None
