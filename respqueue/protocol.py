@@ -218,10 +218,13 @@ class ClientConnection(asyncio.Protocol, Client):
             return
         if self.closing:
             return
-        m = _AGGREGATE_TAIL(data[-12:])
-        self.agg_tail = m is not None
-        if m is not None:
-            self.agg_tail_bytes = m.group().lstrip(b"\n")
+        if data[-1:] == b"\n":
+            self.agg_tail = False  # a read ending a line (nearly all) cannot end inside a header
+        else:
+            m = _AGGREGATE_TAIL(data[-12:])
+            self.agg_tail = m is not None
+            if m is not None:
+                self.agg_tail_bytes = m.group().lstrip(b"\n")
         self.reader.feed(data)
         if self.blocked is not None or self.processing:
             if self.reader.len() > self.server.config.client_query_buffer_limit:

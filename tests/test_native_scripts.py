@@ -572,6 +572,51 @@ def test_native_writes_are_persisted(tmp_path: Any) -> None:
         srv.stop()
 
 
+
+@needs_node
+def test_native_paths_on_job_hashes_loaded_packed(tmp_path: Any) -> None:
+    """Job hashes loaded from the store stay packed until first used (Hash.from_blob, a _PackedHash):
+    moveToActive and moveToFinished (fetching the next job) on them reply and write as the Lua path does
+    on the same restarted data."""
+    add, mta, mtf = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    dirs = {m: str(tmp_path / m) for m in ("off", "on")}
+    for d in dirs.values():
+        os.makedirs(d)
+    replies: dict[str, list[Any]] = {"off": [], "on": []}
+    states = {}
+    for mode, wd in dirs.items():
+        srv = start_respqueue("--durability", "durable", "--native-scripts", mode, workdir=wd)
+        port = srv.port
+        try:
+            r = redis.Redis(port=port)
+            for i in range(3):
+                r.eval(add, 9, *ADD_KEYS, *add_args(name=f"p{i}", data=json.dumps({"i": i, "pad": "x" * (1500 * i)})))
+            r.close()
+        finally:
+            srv.stop()
+        srv = start_respqueue("--durability", "durable", "--native-scripts", mode, workdir=wd, port=port)
+        try:
+            r = redis.Redis(port=port)
+            out = replies[mode]
+            out.append(r.eval(mta, 11, *MTA_KEYS, *mta_args(name="w")))
+            keys, args = finish_args(b"1", fetch=1, name="w")
+            out.append(r.eval(mtf, 14, *keys, *args))
+            keys, args = finish_args(b"2", fetch=1, name="w")
+            out.append(r.eval(mtf, 14, *keys, *args))
+            states[mode] = dump(r)
+            r.close()
+        finally:
+            srv.stop()
+    assert replies["on"] == replies["off"]
+    assert [x[1] for x in replies["on"]] == [b"1", b"2", b"3"]
+    for i, rep in enumerate(replies["on"]):
+        job = dict(zip(rep[0][::2], rep[0][1::2], strict=True))
+        assert job[b"name"] == b"p%d" % i and json.loads(job[b"data"])["pad"] == "x" * (1500 * i)
+        assert {b"opts", b"timestamp", b"delay", b"priority"} <= job.keys()
+        assert (job[b"pb"], job[b"ats"], job[b"processedOn"]) == (b"w", b"1", b"%d" % (TS + (5 if i == 0 else 9)))
+    assert states["on"] == states["off"]
+
+
 # ---- random sequences ------------------------------------------------------------------
 _add = st.tuples(st.just("add"), st.sampled_from(["", "", "", "c1", "c2"]), st.sampled_from(["a", "b"]),
                 st.booleans(), st.sampled_from([None, "repeat:x:1"]), st.sampled_from([TS, float(TS + 7), TS + 3]),

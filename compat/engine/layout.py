@@ -178,14 +178,14 @@ class JobLayout:
             if rt == _LIST:
                 seen: set[bytes] = set()
                 for _p, jk in add:
-                    if type(data.get(jk)) is not Hash or jk in o or jk in seen:
+                    if not isinstance(data.get(jk), Hash) or jk in o or jk in seen:
                         ok = False
                         break
                     seen.add(jk)
             else:
                 for _s, jk in add:
                     cur = o.get(jk)
-                    if type(data.get(jk)) is not Hash or (cur is not None and cur[0] != ckey):
+                    if not isinstance(data.get(jk), Hash) or (cur is not None and cur[0] != ckey):
                         ok = False
                         break
             if not ok:
@@ -207,7 +207,7 @@ class JobLayout:
             o = owner.get(k[0])
             if o:
                 cur = o.get(k[1])
-                if cur is not None and type(dbs[k[0]].data.get(k[1])) is not Hash:
+                if cur is not None and not isinstance(dbs[k[0]].data.get(k[1]), Hash):
                     self._fallback((k[0], cur[0]), dbs, stored, dirty, touched)
         if locks or self.folded:
             self._locks(locks, dirty, dbs, append, touched)

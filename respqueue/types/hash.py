@@ -206,22 +206,12 @@ class Hash:
 
         1M waiting BullMQ jobs load as 1M small objects holding their bytes; a job's fields
         become a dict only when something reads or changes it."""
-        h = cls.__new__(cls)
+        h = _PackedHash.__new__(_PackedHash)
         h._blob = blob
         h._ix = None
         h._jlog = None
         h._jkey = None
         return h
-
-    def __getattr__(self, name: str) -> object:
-        # only reached while ``d``/``ht`` are unset: a hash made by from_blob, first use
-        if name != "d" and name != "ht":
-            raise AttributeError(name)
-        ht, d = msgpack.unpackb(self._blob, raw=True)
-        self.d = d
-        self.ht = bool(ht)
-        self._blob = None
-        return d if name == "d" else self.ht
 
     def packed(self) -> bytes | None:
         """The packed state this hash was loaded from, while it is still unused (else None)."""
@@ -257,3 +247,26 @@ class Hash:
         if not self.ht:
             return 16 + 7 + payload + 4 * n
         return 16 + sys.getsizeof(d) // 2 + payload + 56 * n
+
+
+class _PackedHash(Hash):
+    """A :class:`Hash` made by :meth:`Hash.from_blob` and not used yet: its first use unpacks the fields
+    and turns it into a plain ``Hash``.
+
+    The ``__getattr__`` hook lives here, not on ``Hash``: on a class that has one, every attribute read of
+    every instance goes through it (CPython's slot_tp_getattr_hook) and the interpreter cannot specialise
+    them, which made each ``h.d``/``h.get`` of a live hash about twice as slow (docs/BENCHMARKS.md,
+    "Server CPU per job")."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> object:
+        # only reached while ``d``/``ht`` are unset
+        if name != "d" and name != "ht":
+            raise AttributeError(name)
+        ht, d = msgpack.unpackb(self._blob, raw=True)
+        self.d = d
+        self.ht = bool(ht)
+        self._blob = None
+        self.__class__ = Hash
+        return d if name == "d" else self.ht

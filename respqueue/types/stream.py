@@ -296,9 +296,13 @@ class Stream:
         if node is not None:
             if max_bytes <= 0 or max_bytes > LP_MAX_SIZE:
                 max_bytes = LP_MAX_SIZE
-            if max_entries and node.count + node.deleted >= max_entries:
+            c, dl = node.count, node.deleted
+            if max_entries and c + dl >= max_entries:
                 node = None
-            elif node.nbytes + _isz(node.count) + _isz(node.deleted) + sum(map(len, fv)) >= max_bytes:
+            elif (
+                node.nbytes + (2 if c <= 127 else _isz(c)) + (2 if dl <= 127 else _isz(dl)) + sum(map(len, fv))
+                >= max_bytes
+            ):
                 node = None
         fields = fv[0::2]
         if node is None:
