@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
+from bisect import bisect_left
 from collections import deque
 from itertools import groupby
 from operator import itemgetter
@@ -36,6 +37,7 @@ from typing import Any
 
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
+from respqueue.persistence.journal import _KEY_UPSERT
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
@@ -61,6 +63,15 @@ _ELEM_DEL = {
 _DB_STATE = itemgetter(0, 1)
 _LIST = b"list"
 _ZSET = b"zset"
+_ROW_TYPES = (LIST_TYPE, ZSET_TYPE)
+_CONT_ROW = "SELECT type, expire_ms FROM keys WHERE db=? AND key=?"
+_JOB_ROW = "SELECT state, score, lock, lock_ms FROM keys WHERE db=? AND key=?"
+# the only statements a container kept as job rows gets: its keys row (the journal's upsert, or a delete)
+_CONT_OPS = (_KEY_UPSERT, _KEY_DEL)
+
+
+class ReplicaMismatch(Exception):
+    """A replica's memory and store disagree about a job row (it then reloads its keyspace)."""
 
 
 def enabled() -> bool:
@@ -448,6 +459,237 @@ class JobLayout:
         cont.update(fresh.cont)
         for dbi, fs in fresh.folded.items():
             folded.setdefault(dbi, set()).update(fs)
+
+    # ---- a replica applying the master's rows in place -------------------------------------------
+    def replicate(
+        self, conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes], keys: Any
+    ) -> set[tuple[int, bytes]] | None:
+        """A replica's store has just applied a group of the master's frames, whose rows touched ``keys``
+        (key -> its row operations): bring the job rows among them into memory in place, O(rows), by the
+        change of each job row's (state, score): the job leaves its old container at its old position or
+        score and joins its new one; its hash and its lock are read back from its row. Returns the keys
+        put back (the rest take the generic path), or None when a container changes between job rows and
+        generic rows (written whole: the caller reloads the keys sharing rows with them). Raises
+        ``ReplicaMismatch`` when memory and the store disagree (the caller then reloads everything)."""
+        from respqueue.replication.loadkeys import reload_key
+
+        self.dbs = dbs
+        ndb = len(dbs)
+        owner = self.owner
+        folded = self.folded
+        upsert = self.upsert_sql
+        conts: dict[tuple[int, bytes], Any] = {}  # job-row containers in the frame -> their keys row (or None)
+        jobs: list[tuple[int, bytes]] = []
+        locks: list[tuple[int, bytes]] = []
+        for k, kops in keys.items():
+            dbi, key = k
+            if not 0 <= dbi < ndb:
+                continue
+            o = owner.get(dbi)
+            if key.endswith(_SUFFIXES):
+                row = conn.execute(_CONT_ROW, k).fetchone()
+                new_job = row is not None and row[0] in _ROW_TYPES
+                old_job = stored.get(k) == JOBS
+                if not new_job and not old_job:
+                    if o and key in o:
+                        return None  # a job hash whose key looks like a container (a job id "wait"...)
+                    continue  # a generic container: the generic path
+                if any(sql not in _CONT_OPS for sql, _ in kops):
+                    return None  # element rows: written whole, from or to generic rows
+                if old_job:
+                    m = self.cont.get(k)
+                    if m is None or (new_job and (row[0] == LIST_TYPE) != (type(m) is _PosMap)):
+                        return None
+                elif key in dbs[dbi].data:
+                    return None  # generic in memory (a small list in one row ...), job rows now
+                conts[k] = row
+                continue
+            if key.endswith(_LOCK):
+                locks.append(k)
+                continue
+            if (o and key in o) or any(sql == upsert for sql, _ in kops):
+                jobs.append(k)
+        # the jobs' rows as they are now: their hashes and locks come back from them
+        moves: list[tuple[int, bytes, tuple[bytes, float] | None, tuple[bytes, float] | None]] = []
+        rowlock: dict[tuple[int, bytes], tuple[Any, Any]] = {}
+        for k in jobs:
+            dbi, jk = k
+            row = conn.execute(_JOB_ROW, k).fetchone()
+            new = None if row is None or row[0] is None else (bytes(row[0]), row[1])
+            o = owner.get(dbi)
+            cur = o.get(jk) if o else None
+            if cur != new:
+                moves.append((dbi, jk, cur, new))
+            reload_key(conn, dbs, stored, k)
+            lk = jk + _LOCK
+            if new is not None and row[2] is not None:
+                rowlock[(dbi, lk)] = (row[2], row[3])
+                locks.append((dbi, lk))
+            else:
+                fs = folded.get(dbi)
+                if fs and lk in fs:
+                    locks.append((dbi, lk))
+        # leave the old containers first (a position may be taken again in the same group), then join
+        for dbi, jk, cur, _new in moves:
+            if cur is not None:
+                self._leave(dbs[dbi], dbi, jk, cur, conts)
+        for dbi, jk, _cur, new in moves:
+            if new is not None:
+                self._join(dbs[dbi], dbi, jk, new, conts, stored)
+        # the containers' own rows: gone (they must be empty by now), or their TTL
+        for k, row in conts.items():
+            dbi, ckey = k
+            db = dbs[dbi]
+            v = db.data.get(ckey)
+            if row is None:
+                if v is not None and (len(v) or stored.get(k) != JOBS):
+                    raise ReplicaMismatch(f"container {ckey!r} has no row but holds {len(v)} members")
+                db.data.pop(ckey, None)
+                db.expires.pop(ckey, None)
+                self.cont.pop(k, None)
+                stored.pop(k, None)
+                continue
+            if v is None or not len(v):
+                raise ReplicaMismatch(f"container {ckey!r} has a row but no members")
+            exp = row[1]
+            if exp is None:
+                db.expires.pop(ckey, None)
+            elif db.expires.get(ckey) != exp:
+                db.expires[ckey] = exp
+                heapq.heappush(db.expire_heap, (exp, ckey))
+        # locks: in their job's row (folded), or a row of their own, or none
+        for k in dict.fromkeys(locks):
+            dbi, lk = k
+            fs = folded.get(dbi)
+            lr = rowlock.get(k)
+            if lr is None:
+                jrow = conn.execute(_JOB_ROW, (dbi, lk[:-5])).fetchone()
+                if jrow is not None and jrow[0] is not None and jrow[2] is not None:
+                    lr = (jrow[2], jrow[3])
+            if lr is None:
+                if fs:
+                    fs.discard(lk)
+                reload_key(conn, dbs, stored, k)
+                continue
+            if fs is None:
+                fs = folded[dbi] = set()
+            fs.add(lk)
+            stored.pop(k, None)
+            db = dbs[dbi]
+            db.data[lk] = bytes(lr[0])
+            if lr[1] is None:
+                db.expires.pop(lk, None)
+            else:
+                db.expires[lk] = lr[1]
+                heapq.heappush(db.expire_heap, (lr[1], lk))
+        out = set(jobs)
+        out.update(conts)
+        out.update(locks)
+        return out
+
+    def _leave(
+        self, db: Any, dbi: int, jk: bytes, cur: tuple[bytes, float], conts: dict[tuple[int, bytes], Any]
+    ) -> None:
+        """Take job ``jk`` out of its container ``cur`` = (key, score or position), in memory."""
+        ckey, s = cur
+        k = (dbi, ckey)
+        m = self.cont.get(k)
+        v = db.data.get(ckey)
+        if m is None or v is None or type(v) is bytes:
+            raise ReplicaMismatch(f"job {jk!r}: no container {ckey!r}")
+        if type(m) is _PosMap:
+            if m.get(s) != jk:
+                raise ReplicaMismatch(f"job {jk!r}: not at {s} in {ckey!r}")
+            del m[s]
+            p, d = v._p, v._d
+            if p[0] == s:
+                p.popleft()
+                d.popleft()
+            elif p[-1] == s:
+                p.pop()
+                d.pop()
+            else:
+                i = bisect_left(p, s)
+                del p[i]
+                del d[i]
+        else:
+            if m.pop(jk, None) is None:
+                raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
+            log = v._jlog
+            v._jlog = None  # the store has these changes already: nothing to log for the journal
+            try:
+                v.remove(jk[ckey.rindex(b":") + 1 :])
+            finally:
+                v._jlog = log
+        del self.owner[dbi][jk]
+        if not len(v) and k not in conts:
+            raise ReplicaMismatch(f"container {ckey!r} emptied, its row untouched")
+
+    def _join(
+        self,
+        db: Any,
+        dbi: int,
+        jk: bytes,
+        new: tuple[bytes, float],
+        conts: dict[tuple[int, bytes], Any],
+        stored: dict[tuple[int, bytes], bytes],
+    ) -> None:
+        """Put job ``jk`` into its container ``new`` = (key, score or position), in memory."""
+        ckey, s = new
+        k = (dbi, ckey)
+        m = self.cont.get(k)
+        v = db.data.get(ckey)
+        if m is None:
+            row = conts.get(k)
+            if row is None or v is not None:
+                raise ReplicaMismatch(f"job {jk!r}: its container {ckey!r} is not job rows")
+            ckey = k[1]  # one key object for the container and its members' index entries
+            if row[0] == LIST_TYPE:
+                v = List()
+                v._p = deque()
+                m = _PosMap()
+            else:
+                v = ZSet()
+                m = {}
+            v._jlog = []
+            v._jkey = k
+            db.data[ckey] = v
+            self.cont[k] = m
+            stored[k] = JOBS
+        else:
+            if v is None or type(v) is bytes or v._jkey != k:
+                raise ReplicaMismatch(f"job {jk!r}: container {ckey!r} out of step")
+            ckey = v._jkey[1]  # the container's own key object (not one per job)
+        member = jk[ckey.rindex(b":") + 1 :]
+        if type(m) is _PosMap:
+            if s in m:
+                raise ReplicaMismatch(f"job {jk!r}: position {s} of {ckey!r} is taken")
+            m[s] = jk
+            p, d = v._p, v._d
+            if not p or s > p[-1]:
+                p.append(s)
+                d.append(member)
+            elif s < p[0]:
+                p.appendleft(s)
+                d.appendleft(member)
+            else:
+                i = bisect_left(p, s)
+                p.insert(i, s)
+                d.insert(i, member)
+        else:
+            if jk in m:
+                raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
+            m[jk] = s
+            log = v._jlog
+            v._jlog = None
+            try:
+                v.add(member, s)
+            finally:
+                v._jlog = log
+        o = self.owner.get(dbi)
+        if o is None:
+            o = self.owner[dbi] = {}
+        o[jk] = (ckey, s)
 
     # ---- start-up -------------------------------------------------------------
     def load(
