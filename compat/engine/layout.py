@@ -66,6 +66,7 @@ _ZSET = b"zset"
 _ROW_TYPES = (LIST_TYPE, ZSET_TYPE)
 _CONT_ROW = "SELECT type, expire_ms FROM keys WHERE db=? AND key=?"
 _JOB_ROW = "SELECT state, score, lock, lock_ms FROM keys WHERE db=? AND key=?"
+_JOB_FULL_ROW = "SELECT state, score, lock, lock_ms, type, expire_ms, value FROM keys WHERE db=? AND key=?"
 # the only statements a container kept as job rows gets: its keys row (the journal's upsert, or a delete)
 _CONT_OPS = (_KEY_UPSERT, _KEY_DEL)
 
@@ -514,13 +515,25 @@ class JobLayout:
         rowlock: dict[tuple[int, bytes], tuple[Any, Any]] = {}
         for k in jobs:
             dbi, jk = k
-            row = conn.execute(_JOB_ROW, k).fetchone()
+            row = conn.execute(_JOB_FULL_ROW, k).fetchone()
             new = None if row is None or row[0] is None else (bytes(row[0]), row[1])
             o = owner.get(dbi)
             cur = o.get(jk) if o else None
             if cur != new:
                 moves.append((dbi, jk, cur, new))
-            reload_key(conn, dbs, stored, k)
+            if row is not None and row[4] == "hash" and row[6] is not None:
+                # the job's hash, in its row (as reload_key reads it, without a second query)
+                db = dbs[dbi]
+                stored.pop(k, None)
+                db.data[jk] = Hash.from_blob(bytes(row[6]))
+                exp = row[5]
+                if exp is None:
+                    db.expires.pop(jk, None)
+                elif db.expires.get(jk) != exp:
+                    db.expires[jk] = exp
+                    heapq.heappush(db.expire_heap, (exp, jk))
+            else:
+                reload_key(conn, dbs, stored, k)
             lk = jk + _LOCK
             if new is not None and row[2] is not None:
                 rowlock[(dbi, lk)] = (row[2], row[3])
