@@ -19,9 +19,22 @@ container twice and no job is in two such containers (all legal in Redis). A bat
 this writes that container back as generic rows (and its members' rows without a state); it may
 become job rows again when it is next written whole (deleted and created again, RENAME).
 
+Job rows are the default; ``RESPQUEUE_JOB_ROWS=off`` keeps new containers as generic rows (a store that
+holds job rows still loads them, whatever the setting). A store written with generic rows (schema 4 or
+5, or ``off``) opens as it is and its containers become job rows in the first batch after the start;
+not on a replica, whose store holds its master's rows as they are (``load(convert=False)``).
+
+A replica (respqueue/replication/replica.py) applies its master's job rows in place (``replicate``):
+after its store has applied a group of frames it reads back each job row the group touched and moves
+the job between its in-memory containers by the change of the row's (state, score): it leaves its old
+container at its old position or score (from ``owner``) and joins the new one, O(rows in the group),
+never O(container size); its hash and its lock come from the same row. Only a container written whole
+(turning between job rows and generic rows) makes the replica reload the keys sharing rows with it.
+
 Memory: ``owner`` maps each owned job key to (container key, score) and ``cont`` each container to
 its members (a list: position -> job key; a zset: job key -> score), so a removal is found by
-position or member in O(1).
+position or member in O(1). That side index costs ~230 bytes per waiting job of RSS (~310 after a
+restart: the load's temporaries fragment the heap), docs/BENCHMARKS.md "Job rows as the default".
 """
 
 from __future__ import annotations
@@ -76,12 +89,9 @@ class ReplicaMismatch(Exception):
 
 
 def enabled() -> bool:
-    """Job rows are opt-in, ``RESPQUEUE_JOB_ROWS=on`` (off: the generic layout of schema versions 4 and 5).
-
-    Off by default while a replica reloads a whole state container for each frame that touches a job row
-    (with ``--replica-ack 1`` BullMQ processing ran ~5x slower than with generic rows) and the layout's side
-    index costs more memory per job than it saves (docs/BENCHMARKS.md, "Job rows")."""
-    return os.environ.get("RESPQUEUE_JOB_ROWS", "off").lower() in ("on", "1", "yes", "true")
+    """Job rows are the default; ``RESPQUEUE_JOB_ROWS=off`` keeps the generic layout of schema versions 4 and 5
+    for new containers (a store that holds job rows still loads them: see ``present``)."""
+    return os.environ.get("RESPQUEUE_JOB_ROWS", "on").lower() not in ("off", "0", "no", "false")
 
 
 def present(conn: sqlite3.Connection) -> bool:
@@ -711,11 +721,14 @@ class JobLayout:
         dbs: list[Any],
         dirty: dict[tuple[int, bytes], Any],
         stored: dict[tuple[int, bytes], bytes],
+        convert: bool = True,
     ) -> int:
         """Rebuild the job-row containers from the rows that name them; returns how many were loaded.
 
-        Containers stored generically (a store of schema version 4 or 5, or one that fell back) are marked
-        for a rewrite, so the first batch turns them into job rows if they qualify."""
+        Containers stored generically (a store of schema version 4 or 5, one written with
+        ``RESPQUEUE_JOB_ROWS=off``, or one that fell back) are marked for a rewrite, so the first batch
+        turns them into job rows if they qualify; not with ``convert`` False (a replica: its store holds
+        its master's rows, which may be generic, and it writes none of its own)."""
         now = mstime()
         ndb = len(dbs)
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
@@ -803,7 +816,7 @@ class JobLayout:
         self.dbs = dbs
         # generic state containers (written by schema version 4 or 5, or fallen back): rewrite them, as
         # job rows where they qualify, in the first batch
-        for k in generic:
+        for k in generic if convert else ():
             v = dbs[k[0]].data.get(k[1])
             if v is not None and type(v) is not bytes:
                 v._jkey = None

@@ -358,7 +358,7 @@ def reload_all(server: Any) -> None:
     load(j.store.conn, server.dbs, j.stored)
     if j.layout is not None:  # job rows: the state containers are rebuilt from their members' rows
         j.layout = type(j.layout)()
-        j.layout.load(j.store.conn, server.dbs, {}, j.stored)
+        j.layout.load(j.store.conn, server.dbs, {}, j.stored, convert=False)  # the master's rows, as they are
 
 
 def install_snapshot(server: Any, path: str) -> None:
