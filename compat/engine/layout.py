@@ -498,7 +498,9 @@ class JobLayout:
                 continue
             o = owner.get(dbi)
             if key.endswith(_SUFFIXES):
-                row = conn.execute(_CONT_ROW, k).fetchone()
+                row = _last_row(kops, upsert, True)
+                if row is _UNKNOWN:
+                    row = conn.execute(_CONT_ROW, k).fetchone()
                 new_job = row is not None and row[0] in _ROW_TYPES
                 old_job = stored.get(k) == JOBS
                 if not new_job and not old_job:
@@ -522,10 +524,13 @@ class JobLayout:
                 jobs.append(k)
         # the jobs' rows as they are now: their hashes and locks come back from them
         moves: list[tuple[int, bytes, tuple[bytes, float] | None, tuple[bytes, float] | None]] = []
-        rowlock: dict[tuple[int, bytes], tuple[Any, Any]] = {}
+        rowlock: dict[tuple[int, bytes], Any] = {}  # lock key -> (value, expiry) in its job row, or None
         for k in jobs:
             dbi, jk = k
-            row = conn.execute(_JOB_FULL_ROW, k).fetchone()
+            # the row as the frames left it (their last keys-row statement for it), else as the store has it
+            row = _last_row(keys[k], upsert, False)
+            if row is _UNKNOWN:
+                row = conn.execute(_JOB_FULL_ROW, k).fetchone()
             new = None if row is None or row[0] is None else (bytes(row[0]), row[1])
             o = owner.get(dbi)
             cur = o.get(jk) if o else None
@@ -549,6 +554,7 @@ class JobLayout:
                 rowlock[(dbi, lk)] = (row[2], row[3])
                 locks.append((dbi, lk))
             else:
+                rowlock[(dbi, lk)] = None  # not in its job's row (a row of its own, or none)
                 fs = folded.get(dbi)
                 if fs and lk in fs:
                     locks.append((dbi, lk))
@@ -584,8 +590,9 @@ class JobLayout:
         for k in dict.fromkeys(locks):
             dbi, lk = k
             fs = folded.get(dbi)
-            lr = rowlock.get(k)
-            if lr is None:
+            lr = rowlock.get(k, _UNKNOWN)
+            if lr is _UNKNOWN:
+                lr = None
                 jrow = conn.execute(_JOB_ROW, (dbi, lk[:-5])).fetchone()
                 if jrow is not None and jrow[0] is not None and jrow[2] is not None:
                     lr = (jrow[2], jrow[3])
@@ -822,6 +829,27 @@ class JobLayout:
                 v._jkey = None
                 dirty.setdefault(k, False)
         return loaded
+
+
+_UNKNOWN: Any = object()
+
+
+def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any:
+    """A key's ``keys`` row after a group of frames, from the group's own statements for it (the last
+    one wins): for a container (``cont``) ``(type, expire_ms)``, for a job ``(state, score, lock,
+    lock_ms, type, expire_ms, value)``; None when deleted; ``_UNKNOWN`` when the group has no
+    statement on its ``keys`` row (then the store is read)."""
+    last = _UNKNOWN
+    for sql, rows in kops:
+        if sql == _KEY_UPSERT:
+            r = rows[-1]
+            last = (r[2], r[3]) if cont else (None, None, None, None, r[2], r[3], r[5])
+        elif sql == upsert:
+            r = rows[-1]
+            last = (r[2], r[3]) if cont else (r[6], r[7], r[8], r[9], r[2], r[3], r[5])
+        elif sql == _KEY_DEL:
+            last = None
+    return last
 
 
 class _PosMap(dict):  # type: ignore[type-arg]
