@@ -342,6 +342,8 @@ def _changed(server: Any, dbs: list[Any], k: tuple[int, bytes]) -> None:
                 c.dirty_cas = True
         if db.blocking and k[1] in db.blocking:
             server.ready_keys[k] = None
+        if db.slot_index is not None:  # cluster mode's slot -> keys index: the key may have come or gone
+            db.slot_index.changed(k[1], k[1] in db.data)
 
 
 def reload_all(server: Any) -> None:
