@@ -111,7 +111,8 @@ class JobLayout:
 
     def __init__(self) -> None:
         # db -> job key -> (container key, score or list position)
-        self.owner: dict[int, dict[bytes, tuple[bytes, float]]] = {}
+        # (a zset's member: the container key alone, its score being the container's index's: no tuple a job)
+        self.owner: dict[int, dict[bytes, Any]] = {}
         # (db, container key) -> {pos: job key} (a list) or {job key: score} (a zset)
         self.cont: dict[tuple[int, bytes], dict[Any, Any]] = {}
         # db -> lock keys ``<job key>:lock`` kept in their owned job's row (lock, lock_ms), not a row of their own
@@ -207,13 +208,14 @@ class JobLayout:
             else:
                 for _s, jk in add:
                     cur = o.get(jk)
-                    if type(data.get(jk)) is not Hash or (cur is not None and cur[0] != ckey):
+                    if type(data.get(jk)) is not Hash or (cur is not None and _ck(cur) != ckey):
                         ok = False
                         break
             if not ok:
                 self._fallback(k, dbs, stored, dirty, touched)
                 continue
             m = cont[k]
+            ckey = _v._jkey[1]  # the container's own key object, one for all its members' index entries
             if rt == _LIST:
                 for p, jk in add:
                     m[p] = jk
@@ -222,7 +224,7 @@ class JobLayout:
             else:
                 for s, jk in add:
                     m[jk] = s
-                    o[jk] = (ckey, s)
+                    o[jk] = ckey
                     touched.append((dbi, jk))
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
         for k in owned:
@@ -230,7 +232,7 @@ class JobLayout:
             if o:
                 cur = o.get(k[1])
                 if cur is not None and type(dbs[k[0]].data.get(k[1])) is not Hash:
-                    self._fallback((k[0], cur[0]), dbs, stored, dirty, touched)
+                    self._fallback((k[0], _ck(cur)), dbs, stored, dirty, touched)
         if locks or self.folded:
             self._locks(locks, dirty, dbs, append, touched)
         for t in touched:
@@ -366,6 +368,8 @@ class JobLayout:
             if cur is None:
                 plain.append(row)
                 continue
+            if type(cur) is not tuple:  # a zset's member: its score is in the container's index
+                cur = (cur, self.cont[(row[0], cur)][row[1]])
             fs = folded.get(row[0])
             lk = row[1] + _LOCK
             if fs and lk in fs:
@@ -439,7 +443,7 @@ class JobLayout:
                 cur = o.get(key) if o else None
                 st = state_of(k)
                 if cur is not None:
-                    new.append(cur[0])
+                    new.append(_ck(cur))
                 if st is not None:
                     new.append(st)
                 if cur is not None or st is not None:
@@ -532,8 +536,7 @@ class JobLayout:
             if row is _UNKNOWN:
                 row = conn.execute(_JOB_FULL_ROW, k).fetchone()
             new = None if row is None or row[0] is None else (bytes(row[0]), row[1])
-            o = owner.get(dbi)
-            cur = o.get(jk) if o else None
+            cur = self._where(dbi, jk)
             if cur != new:
                 moves.append((dbi, jk, cur, new))
             if row is not None and row[4] == "hash" and row[6] is not None:
@@ -616,6 +619,14 @@ class JobLayout:
         out.update(conts)
         out.update(locks)
         return out
+
+    def _where(self, dbi: int, jk: bytes) -> tuple[bytes, float] | None:
+        """(container key, score or position) of owned job ``jk``, or None."""
+        o = self.owner.get(dbi)
+        cur = o.get(jk) if o else None
+        if cur is None or type(cur) is tuple:
+            return cur
+        return (cur, self.cont[(dbi, cur)][jk])
 
     def _leave(
         self, db: Any, dbi: int, jk: bytes, cur: tuple[bytes, float], conts: dict[tuple[int, bytes], Any]
@@ -719,7 +730,7 @@ class JobLayout:
         o = self.owner.get(dbi)
         if o is None:
             o = self.owner[dbi] = {}
-        o[jk] = (ckey, s)
+        o[jk] = (ckey, s) if type(m) is _PosMap else ckey
 
     # ---- start-up -------------------------------------------------------------
     def load(
@@ -789,7 +800,10 @@ class JobLayout:
                 m = dict(zip(jks, scores, strict=True))
             v._jlog = []
             v._jkey = k
-            o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
+            if meta[0] == LIST_TYPE:
+                o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
+            else:
+                o.update(dict.fromkeys(jks, ckey))
             self.cont[k] = m
             db.data[ckey] = v
             stored[k] = JOBS
@@ -858,11 +872,16 @@ class _PosMap(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
 
+def _ck(cur: Any) -> bytes:
+    """The container key of an ``owner`` entry: (key, position) for a list's member, the key for a zset's."""
+    return cur if type(cur) is not tuple else cur[0]
+
+
 def _release(
-    o: dict[bytes, tuple[bytes, float]], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]
+    o: dict[bytes, Any], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]
 ) -> None:
     cur = o.get(jk)
-    if cur is not None and cur[0] == ckey:
+    if cur is not None and _ck(cur) == ckey:
         del o[jk]
         touched.append((dbi, jk))
 

@@ -1,10 +1,11 @@
-"""RSS per waiting BullMQ job (not a test): job rows vs generic rows, in one run.
+"""RSS per waiting (or completed) BullMQ job (not a test): job rows vs generic rows, in one run.
 
-    python -m interop.bench.job_rows_rss [--jobs N] [--layouts on,off]
+    python -m interop.bench.job_rows_rss [--jobs N] [--layouts on,off] [--state wait|completed]
 
 For each layout (RESPQUEUE_JOB_ROWS=on: job rows, off: generic rows) a durable respqueue (job history
 off) gets N waiting jobs the way BullMQ's addJob leaves them (a hash of 6 fields at bull:bench:<id>,
-its id LPUSHed to bull:bench:wait), pipelined 5,000 at a time; its RSS (/proc VmRSS) less the empty
+its id LPUSHed to bull:bench:wait; with ``--state completed`` ZADDed to bull:bench:completed, as a
+finished job is), pipelined 5,000 at a time; its RSS (/proc VmRSS) less the empty
 server's, per job, is printed after the fill and after a clean restart on the same store.
 """
 
@@ -49,7 +50,7 @@ def start(d: str, port: int, layout: str) -> tuple[subprocess.Popen[bytes], redi
             time.sleep(0.1)
 
 
-def measure(jobs: int, layout: str) -> tuple[float, float]:
+def measure(jobs: int, layout: str, state: str = "wait") -> tuple[float, float]:
     d = tempfile.mkdtemp(prefix="rq-rss-")
     port = free_port()
     p, c = start(d, port, layout)
@@ -70,7 +71,10 @@ def measure(jobs: int, layout: str) -> tuple[float, float]:
                         "opts": '{"attempts":0}',
                     },
                 )
-                pl.lpush("bull:bench:wait", str(i))
+                if state == "wait":
+                    pl.lpush("bull:bench:wait", str(i))
+                else:
+                    pl.zadd("bull:bench:completed", {str(i): 1700000000000 + i})
             pl.execute()
         c.save()
         time.sleep(1)
@@ -78,7 +82,7 @@ def measure(jobs: int, layout: str) -> tuple[float, float]:
         p.send_signal(signal.SIGTERM)
         p.wait(60)
         p, c = start(d, port, layout)
-        while c.llen("bull:bench:wait") != jobs:
+        while (c.llen("bull:bench:wait") if state == "wait" else c.zcard("bull:bench:completed")) != jobs:
             time.sleep(0.1)
         time.sleep(1)
         after = rss(p.pid)
@@ -93,11 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=200_000, help="waiting jobs")
     ap.add_argument("--layouts", default="on,off", help="RESPQUEUE_JOB_ROWS values, in turn")
+    ap.add_argument("--state", choices=("wait", "completed"), default="wait", help="where the jobs are")
     a = ap.parse_args(argv)
-    print("| layout | RSS per waiting job after the fill | after a restart |")
+    print(f"| layout | RSS per job in {a.state}, after the fill | after a restart |")
     print("|---|---|---|")
     for layout in a.layouts.split(","):
-        fill, after = measure(a.jobs, layout)
+        fill, after = measure(a.jobs, layout, a.state)
         name = "job rows" if layout == "on" else "generic rows"
         print(f"| {name} (RESPQUEUE_JOB_ROWS={layout}) | {fill:,.0f} B | {after:,.0f} B |", flush=True)
     return 0
