@@ -45,8 +45,6 @@ import os
 import sqlite3
 from bisect import bisect_left
 from collections import deque
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 from respqueue.keyspace import mstime
@@ -74,7 +72,6 @@ _ELEM_DEL = {
     b"zset": "DELETE FROM zset_members WHERE db=? AND key=?",
     b"list": "DELETE FROM list_items WHERE db=? AND key=?",
 }
-_DB_STATE = itemgetter(0, 1)
 _LIST = b"list"
 _ZSET = b"zset"
 _ROW_TYPES = (LIST_TYPE, ZSET_TYPE)
@@ -766,26 +763,34 @@ class JobLayout:
             else:
                 conts[k] = (typ, exp)
         loaded = 0
-        # one scan; sorted here (in the primary key's order they are nearly sorted already: cheaper
-        # than SQLite's sorter). A job's lock (lock, lock_ms) is only ever written in an owned row.
-        rows = conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL").fetchall()
-        rows.sort()
+        # one scan, into a (score, key) list per container, each sorted here (cheaper than SQLite's sorter;
+        # the scan's row tuples die as it goes, so they leave no holes in the heap among the index's
+        # objects). A job's lock (lock, lock_ms) is only ever written in an owned row.
+        buckets: dict[tuple[int, bytes], list[tuple[float, bytes]]] = {}
         locked = []
-        for (dbi, state), grp in groupby(rows, _DB_STATE):
-            group = list(grp)
-            k = (dbi, bytes(state))
+        for r in conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL"):
+            bk = (r[0], r[1])
+            b = buckets.get(bk)
+            if b is None:
+                b = buckets[(r[0], bytes(r[1]))] = []
+            b.append((r[2], r[3]))
+            if r[4] is not None:
+                locked.append(r)
+        for k in sorted(buckets):
+            group = buckets.pop(k)
+            dbi = k[0]
             meta = conts.pop(k, None) if 0 <= dbi < ndb else None
             if meta is None:
                 # a state naming no job-row container (it expired): rewrite those rows without it
-                for r in group:
-                    dirty.setdefault((dbi, r[3]), False)
-                    if r[4] is not None:
-                        locked.append(r)
+                for _s, jk in group:
+                    dirty.setdefault((dbi, jk), False)
                 continue
+            group.sort()
             ckey = k[1]
             plen = ckey.rindex(b":") + 1
-            scores = [r[2] for r in group]
-            jks = [r[3] for r in group]
+            scores = [r[0] for r in group]
+            jks = [r[1] for r in group]
+            del group  # its pairs' memory goes to the index's own tuples below
             members = [jk[plen:] for jk in jks]
             db = dbs[dbi]
             o = self.owner.get(dbi)
@@ -812,8 +817,6 @@ class JobLayout:
                 db.expires[ckey] = meta[1]
                 heapq.heappush(db.expire_heap, (meta[1], ckey))
             loaded += 1
-            locked.extend([r for r in group if r[4] is not None])
-        del rows
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
         # locks kept in their job's row
