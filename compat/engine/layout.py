@@ -34,8 +34,8 @@ never O(container size); its hash and its lock come from the same row. Only a co
 Memory: ``owner`` maps each owned job key to its container (a list's member: (container key, position);
 a zset's: the container key alone, its score being the container's) and ``cont`` each container to its
 members (a list: position -> job key; a zset: job key -> score), so a removal is found by position or
-member in O(1). That side index costs ~240 bytes of RSS per waiting job (~330 after a restart: the
-load's temporaries leave holes in the heap), docs/BENCHMARKS.md "Job rows as the default".
+member in O(1). That side index costs ~245 bytes of RSS per waiting job (docs/BENCHMARKS.md, "Job rows as
+the default").
 """
 
 from __future__ import annotations
