@@ -76,7 +76,10 @@ def test_bullmq_workload_replica_equals_master(pair: tuple[ServerProcess, Server
     mc, rc = cli(m.port), cli(r.port)
     p = subprocess.run(
         ["node", os.path.join("bullmq", "replica_workload.js"), str(m.port), "300"],
-        cwd=INTEROP, capture_output=True, text=True, timeout=180,
+        cwd=INTEROP,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert mc.type("bull:rw:completed") == b"zset" and mc.zcard("bull:rw:failed") > 0

@@ -881,9 +881,7 @@ def _ck(cur: Any) -> bytes:
     return cur if type(cur) is not tuple else cur[0]
 
 
-def _release(
-    o: dict[bytes, Any], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]
-) -> None:
+def _release(o: dict[bytes, Any], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]) -> None:
     cur = o.get(jk)
     if cur is not None and _ck(cur) == ckey:
         del o[jk]

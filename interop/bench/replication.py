@@ -196,7 +196,10 @@ def run_all(
 
 
 def print_table(
-    res: dict[str, dict[str, Totals]], jobs: int, rounds: int, setups: list[tuple[str, str, int, int, str]] | None = None
+    res: dict[str, dict[str, Totals]],
+    jobs: int,
+    rounds: int,
+    setups: list[tuple[str, str, int, int, str]] | None = None,
 ) -> None:
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     print(
