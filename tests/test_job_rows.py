@@ -488,3 +488,90 @@ def test_job_rows_load_when_switched_off(monkeypatch: pytest.MonkeyPatch) -> Non
         assert snapshot(n.r) == before
     finally:
         n.stop()
+
+
+def test_generic_store_opens_with_the_new_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written with generic rows (RESPQUEUE_JOB_ROWS=off, the default before job rows were) opens
+    under the default (job rows) as it was; its state containers become job rows in the first batch, new
+    writes work, and a kill -9 restart reads it all back."""
+    monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
+    n = Node()
+    try:
+        bullmq_like(n.r)
+        pipe = n.r.pipeline(transaction=False)
+        for i in range(300):  # a wait list big enough for a row per item
+            pipe.hset(f"bull:w:{i}", mapping={"name": "j", "data": str(i)})
+            pipe.lpush("bull:w:wait", str(i))
+        pipe.execute()
+        n.r.lmove("bull:w:wait", "bull:w:active", "RIGHT", "LEFT")
+        n.r.set("bull:w:0:lock", "tok", px=600_000)
+        n.r.save()
+        assert rows(n, "SELECT count(*) FROM keys WHERE state IS NOT NULL OR type LIKE 'job%'") == [(0,)]
+        assert rows(n, "SELECT count(*) FROM list_items WHERE key = CAST('bull:w:wait' AS BLOB)") == [(299,)]
+        before = snapshot(n.r)
+        n.stop()
+        monkeypatch.delenv("RESPQUEUE_JOB_ROWS")  # the default
+        n.start()
+        assert snapshot(n.r) == before
+        n.r.save()  # the first batch rewrote the containers as job rows
+        assert rows(n, "SELECT count(*) FROM keys WHERE state = CAST('bull:w:wait' AS BLOB)") == [(299,)]
+        assert rows(n, "SELECT count(*) FROM list_items WHERE key = CAST('bull:w:wait' AS BLOB)") == [(0,)]
+        assert rows(n, "SELECT type FROM keys WHERE key = CAST('bull:q:completed' AS BLOB)") == [("jobzset",)]
+        # new writes: a job finishes, another goes active, one is added
+        p = n.r.pipeline(transaction=True)
+        p.lrem("bull:w:active", -1, "0")
+        p.zadd("bull:w:completed", {"0": 1234})
+        p.delete("bull:w:0:lock")
+        p.execute()
+        n.r.lmove("bull:w:wait", "bull:w:active", "RIGHT", "LEFT")
+        n.r.set("bull:w:1:lock", "t1", px=600_000)
+        n.r.hset("bull:w:300", "data", "300")
+        n.r.lpush("bull:w:wait", "300")
+        before = snapshot(n.r)
+        check_restart(n)
+        # and back: RESPQUEUE_JOB_ROWS=off still opens it (its job rows load whatever the setting)
+        monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
+        n.restart(signal.SIGKILL)
+        assert snapshot(n.r) == before
+    finally:
+        n.stop()
+
+
+def test_replica_keeps_a_generic_masters_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rolling upgrade: the replica runs job rows (the default), its master generic rows. The replica,
+    restarted on its store, does not rewrite its master's generic containers as its own job rows (its
+    store must stay its master's), and follows the master's changes to them after a partial resync."""
+    from .servers import start_respqueue
+    from .test_replication import cli, dump_all, in_sync, start_replica, until
+
+    monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "off")
+    m = start_respqueue()
+    monkeypatch.setenv("RESPQUEUE_JOB_ROWS", "on")
+    r = start_replica(m)
+    try:
+        mc = cli(m.port)
+        bullmq_like(mc)
+        pipe = mc.pipeline(transaction=False)
+        for i in range(300):
+            pipe.hset(f"bull:w:{i}", mapping={"name": "j", "data": str(i)})
+            pipe.lpush("bull:w:wait", str(i))
+        pipe.execute()
+        until(lambda: in_sync(mc, [cli(r.port)]))
+        r.stop(signal.SIGKILL)
+        r = start_replica(m, workdir=r.workdir, port=r.port)
+        for _ in range(20):
+            mc.lmove("bull:w:wait", "bull:w:active", "RIGHT", "LEFT")
+        mc.lrem("bull:w:active", -1, "3")
+        mc.zadd("bull:w:completed", {"3": 99})
+        rc = cli(r.port)
+        until(lambda: in_sync(mc, [rc]))
+        assert dump_all(rc) == dump_all(mc)
+        assert "partial resynchronisation" in r.output() or "Partial" in r.output()
+        conn = sqlite3.connect(os.path.join(r.workdir, "data", "respqueue.db"))
+        try:
+            assert conn.execute("SELECT count(*) FROM keys WHERE state IS NOT NULL").fetchone() == (0,)
+        finally:
+            conn.close()
+    finally:
+        r.stop()
+        m.stop()

@@ -51,6 +51,19 @@ class Node:
         self.start()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _generic_rows() -> Iterator[None]:
+    """This module's servers keep BullMQ's state containers as generic rows (RESPQUEUE_JOB_ROWS=off), so both
+    layouts stay covered: job rows, the default, in tests/test_job_rows.py, test_crash.py and the rest."""
+    old = os.environ.get("RESPQUEUE_JOB_ROWS")
+    os.environ["RESPQUEUE_JOB_ROWS"] = "off"
+    yield
+    if old is None:
+        os.environ.pop("RESPQUEUE_JOB_ROWS", None)
+    else:
+        os.environ["RESPQUEUE_JOB_ROWS"] = old
+
+
 @pytest.fixture
 def node() -> Iterator[Node]:
     n = Node()

@@ -19,9 +19,23 @@ container twice and no job is in two such containers (all legal in Redis). A bat
 this writes that container back as generic rows (and its members' rows without a state); it may
 become job rows again when it is next written whole (deleted and created again, RENAME).
 
-Memory: ``owner`` maps each owned job key to (container key, score) and ``cont`` each container to
-its members (a list: position -> job key; a zset: job key -> score), so a removal is found by
-position or member in O(1).
+Job rows are the default; ``RESPQUEUE_JOB_ROWS=off`` keeps new containers as generic rows (a store that
+holds job rows still loads them, whatever the setting). A store written with generic rows (schema 4 or
+5, or ``off``) opens as it is and its containers become job rows in the first batch after the start;
+not on a replica, whose store holds its master's rows as they are (``load(convert=False)``).
+
+A replica (respqueue/replication/replica.py) applies its master's job rows in place (``replicate``):
+after its store has applied a group of frames it reads back each job row the group touched and moves
+the job between its in-memory containers by the change of the row's (state, score): it leaves its old
+container at its old position or score (from ``owner``) and joins the new one, O(rows in the group),
+never O(container size); its hash and its lock come from the same row. Only a container written whole
+(turning between job rows and generic rows) makes the replica reload the keys sharing rows with it.
+
+Memory: ``owner`` maps each owned job key to its container (a list's member: (container key, position);
+a zset's: the container key alone, its score being the container's) and ``cont`` each container to its
+members (a list: position -> job key; a zset: job key -> score), so a removal is found by position or
+member in O(1). That side index costs ~245 bytes of RSS per waiting job (docs/BENCHMARKS.md, "Job rows as
+the default").
 """
 
 from __future__ import annotations
@@ -29,13 +43,13 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
+from bisect import bisect_left
 from collections import deque
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
+from respqueue.persistence.journal import _KEY_UPSERT
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
@@ -58,18 +72,24 @@ _ELEM_DEL = {
     b"zset": "DELETE FROM zset_members WHERE db=? AND key=?",
     b"list": "DELETE FROM list_items WHERE db=? AND key=?",
 }
-_DB_STATE = itemgetter(0, 1)
 _LIST = b"list"
 _ZSET = b"zset"
+_ROW_TYPES = (LIST_TYPE, ZSET_TYPE)
+_CONT_ROW = "SELECT type, expire_ms FROM keys WHERE db=? AND key=?"
+_JOB_ROW = "SELECT state, score, lock, lock_ms FROM keys WHERE db=? AND key=?"
+_JOB_FULL_ROW = "SELECT state, score, lock, lock_ms, type, expire_ms, value FROM keys WHERE db=? AND key=?"
+# the only statements a container kept as job rows gets: its keys row (the journal's upsert, or a delete)
+_CONT_OPS = (_KEY_UPSERT, _KEY_DEL)
+
+
+class ReplicaMismatch(Exception):
+    """A replica's memory and store disagree about a job row (it then reloads its keyspace)."""
 
 
 def enabled() -> bool:
-    """Job rows are opt-in, ``RESPQUEUE_JOB_ROWS=on`` (off: the generic layout of schema versions 4 and 5).
-
-    Off by default while a replica reloads a whole state container for each frame that touches a job row
-    (with ``--replica-ack 1`` BullMQ processing ran ~5x slower than with generic rows) and the layout's side
-    index costs more memory per job than it saves (docs/BENCHMARKS.md, "Job rows")."""
-    return os.environ.get("RESPQUEUE_JOB_ROWS", "off").lower() in ("on", "1", "yes", "true")
+    """Job rows are the default; ``RESPQUEUE_JOB_ROWS=off`` keeps the generic layout of schema versions 4 and 5
+    for new containers (a store that holds job rows still loads them: see ``present``)."""
+    return os.environ.get("RESPQUEUE_JOB_ROWS", "on").lower() not in ("off", "0", "no", "false")
 
 
 def present(conn: sqlite3.Connection) -> bool:
@@ -89,7 +109,8 @@ class JobLayout:
 
     def __init__(self) -> None:
         # db -> job key -> (container key, score or list position)
-        self.owner: dict[int, dict[bytes, tuple[bytes, float]]] = {}
+        # (a zset's member: the container key alone, its score being the container's index's: no tuple a job)
+        self.owner: dict[int, dict[bytes, Any]] = {}
         # (db, container key) -> {pos: job key} (a list) or {job key: score} (a zset)
         self.cont: dict[tuple[int, bytes], dict[Any, Any]] = {}
         # db -> lock keys ``<job key>:lock`` kept in their owned job's row (lock, lock_ms), not a row of their own
@@ -185,13 +206,14 @@ class JobLayout:
             else:
                 for _s, jk in add:
                     cur = o.get(jk)
-                    if not isinstance(data.get(jk), Hash) or (cur is not None and cur[0] != ckey):
+                    if not isinstance(data.get(jk), Hash) or (cur is not None and _ck(cur) != ckey):
                         ok = False
                         break
             if not ok:
                 self._fallback(k, dbs, stored, dirty, touched)
                 continue
             m = cont[k]
+            ckey = _v._jkey[1]  # the container's own key object, one for all its members' index entries
             if rt == _LIST:
                 for p, jk in add:
                     m[p] = jk
@@ -200,7 +222,7 @@ class JobLayout:
             else:
                 for s, jk in add:
                     m[jk] = s
-                    o[jk] = (ckey, s)
+                    o[jk] = ckey
                     touched.append((dbi, jk))
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
         for k in owned:
@@ -208,7 +230,7 @@ class JobLayout:
             if o:
                 cur = o.get(k[1])
                 if cur is not None and not isinstance(dbs[k[0]].data.get(k[1]), Hash):
-                    self._fallback((k[0], cur[0]), dbs, stored, dirty, touched)
+                    self._fallback((k[0], _ck(cur)), dbs, stored, dirty, touched)
         if locks or self.folded:
             self._locks(locks, dirty, dbs, append, touched)
         for t in touched:
@@ -344,6 +366,8 @@ class JobLayout:
             if cur is None:
                 plain.append(row)
                 continue
+            if type(cur) is not tuple:  # a zset's member: its score is in the container's index
+                cur = (cur, self.cont[(row[0], cur)][row[1]])
             fs = folded.get(row[0])
             lk = row[1] + _LOCK
             if fs and lk in fs:
@@ -417,7 +441,7 @@ class JobLayout:
                 cur = o.get(key) if o else None
                 st = state_of(k)
                 if cur is not None:
-                    new.append(cur[0])
+                    new.append(_ck(cur))
                 if st is not None:
                     new.append(st)
                 if cur is not None or st is not None:
@@ -449,6 +473,263 @@ class JobLayout:
         for dbi, fs in fresh.folded.items():
             folded.setdefault(dbi, set()).update(fs)
 
+    # ---- a replica applying the master's rows in place -------------------------------------------
+    def replicate(
+        self, conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes], keys: Any
+    ) -> set[tuple[int, bytes]] | None:
+        """A replica's store has just applied a group of the master's frames, whose rows touched ``keys``
+        (key -> its row operations): bring the job rows among them into memory in place, O(rows), by the
+        change of each job row's (state, score): the job leaves its old container at its old position or
+        score and joins its new one; its hash and its lock are read back from its row. Returns the keys
+        put back (the rest take the generic path), or None when a container changes between job rows and
+        generic rows (written whole: the caller reloads the keys sharing rows with them). Raises
+        ``ReplicaMismatch`` when memory and the store disagree (the caller then reloads everything)."""
+        from respqueue.replication.loadkeys import reload_key
+
+        self.dbs = dbs
+        ndb = len(dbs)
+        owner = self.owner
+        folded = self.folded
+        upsert = self.upsert_sql
+        conts: dict[tuple[int, bytes], Any] = {}  # job-row containers in the frame -> their keys row (or None)
+        jobs: list[tuple[int, bytes]] = []
+        locks: list[tuple[int, bytes]] = []
+        for k, kops in keys.items():
+            dbi, key = k
+            if not 0 <= dbi < ndb:
+                continue
+            o = owner.get(dbi)
+            if key.endswith(_SUFFIXES):
+                row = _last_row(kops, upsert, True)
+                if row is _UNKNOWN:
+                    row = conn.execute(_CONT_ROW, k).fetchone()
+                new_job = row is not None and row[0] in _ROW_TYPES
+                old_job = stored.get(k) == JOBS
+                if not new_job and not old_job:
+                    if o and key in o:
+                        return None  # a job hash whose key looks like a container (a job id "wait"...)
+                    continue  # a generic container: the generic path
+                if any(sql not in _CONT_OPS for sql, _ in kops):
+                    return None  # element rows: written whole, from or to generic rows
+                if old_job:
+                    m = self.cont.get(k)
+                    if m is None or (new_job and (row[0] == LIST_TYPE) != (type(m) is _PosMap)):
+                        return None
+                elif key in dbs[dbi].data:
+                    return None  # generic in memory (a small list in one row ...), job rows now
+                conts[k] = row
+                continue
+            if key.endswith(_LOCK):
+                locks.append(k)
+                continue
+            if (o and key in o) or any(sql == upsert for sql, _ in kops):
+                jobs.append(k)
+        # the jobs' rows as they are now: their hashes and locks come back from them
+        moves: list[tuple[int, bytes, tuple[bytes, float] | None, tuple[bytes, float] | None]] = []
+        rowlock: dict[tuple[int, bytes], Any] = {}  # lock key -> (value, expiry) in its job row, or None
+        for k in jobs:
+            dbi, jk = k
+            # the row as the frames left it (their last keys-row statement for it), else as the store has it
+            row = _last_row(keys[k], upsert, False)
+            if row is _UNKNOWN:
+                row = conn.execute(_JOB_FULL_ROW, k).fetchone()
+            new = None if row is None or row[0] is None else (bytes(row[0]), row[1])
+            cur = self._where(dbi, jk)
+            if cur != new:
+                moves.append((dbi, jk, cur, new))
+            if row is not None and row[4] == "hash" and row[6] is not None:
+                # the job's hash, in its row (as reload_key reads it, without a second query)
+                db = dbs[dbi]
+                stored.pop(k, None)
+                db.data[jk] = Hash.from_blob(bytes(row[6]))
+                exp = row[5]
+                if exp is None:
+                    db.expires.pop(jk, None)
+                elif db.expires.get(jk) != exp:
+                    db.expires[jk] = exp
+                    heapq.heappush(db.expire_heap, (exp, jk))
+            else:
+                reload_key(conn, dbs, stored, k)
+            lk = jk + _LOCK
+            if new is not None and row[2] is not None:
+                rowlock[(dbi, lk)] = (row[2], row[3])
+                locks.append((dbi, lk))
+            else:
+                rowlock[(dbi, lk)] = None  # not in its job's row (a row of its own, or none)
+                fs = folded.get(dbi)
+                if fs and lk in fs:
+                    locks.append((dbi, lk))
+        # leave the old containers first (a position may be taken again in the same group), then join
+        for dbi, jk, cur, _new in moves:
+            if cur is not None:
+                self._leave(dbs[dbi], dbi, jk, cur, conts)
+        for dbi, jk, _cur, new in moves:
+            if new is not None:
+                self._join(dbs[dbi], dbi, jk, new, conts, stored)
+        # the containers' own rows: gone (they must be empty by now), or their TTL
+        for k, row in conts.items():
+            dbi, ckey = k
+            db = dbs[dbi]
+            v = db.data.get(ckey)
+            if row is None:
+                if v is not None and (len(v) or stored.get(k) != JOBS):
+                    raise ReplicaMismatch(f"container {ckey!r} has no row but holds {len(v)} members")
+                db.data.pop(ckey, None)
+                db.expires.pop(ckey, None)
+                self.cont.pop(k, None)
+                stored.pop(k, None)
+                continue
+            if v is None or not len(v):
+                raise ReplicaMismatch(f"container {ckey!r} has a row but no members")
+            exp = row[1]
+            if exp is None:
+                db.expires.pop(ckey, None)
+            elif db.expires.get(ckey) != exp:
+                db.expires[ckey] = exp
+                heapq.heappush(db.expire_heap, (exp, ckey))
+        # locks: in their job's row (folded), or a row of their own, or none
+        for k in dict.fromkeys(locks):
+            dbi, lk = k
+            fs = folded.get(dbi)
+            lr = rowlock.get(k, _UNKNOWN)
+            if lr is _UNKNOWN:
+                lr = None
+                jrow = conn.execute(_JOB_ROW, (dbi, lk[:-5])).fetchone()
+                if jrow is not None and jrow[0] is not None and jrow[2] is not None:
+                    lr = (jrow[2], jrow[3])
+            if lr is None:
+                if fs:
+                    fs.discard(lk)
+                reload_key(conn, dbs, stored, k)
+                continue
+            if fs is None:
+                fs = folded[dbi] = set()
+            fs.add(lk)
+            stored.pop(k, None)
+            db = dbs[dbi]
+            db.data[lk] = bytes(lr[0])
+            if lr[1] is None:
+                db.expires.pop(lk, None)
+            else:
+                db.expires[lk] = lr[1]
+                heapq.heappush(db.expire_heap, (lr[1], lk))
+        out = set(jobs)
+        out.update(conts)
+        out.update(locks)
+        return out
+
+    def _where(self, dbi: int, jk: bytes) -> tuple[bytes, float] | None:
+        """(container key, score or position) of owned job ``jk``, or None."""
+        o = self.owner.get(dbi)
+        cur = o.get(jk) if o else None
+        if cur is None or type(cur) is tuple:
+            return cur
+        return (cur, self.cont[(dbi, cur)][jk])
+
+    def _leave(
+        self, db: Any, dbi: int, jk: bytes, cur: tuple[bytes, float], conts: dict[tuple[int, bytes], Any]
+    ) -> None:
+        """Take job ``jk`` out of its container ``cur`` = (key, score or position), in memory."""
+        ckey, s = cur
+        k = (dbi, ckey)
+        m = self.cont.get(k)
+        v = db.data.get(ckey)
+        if m is None or v is None or type(v) is bytes:
+            raise ReplicaMismatch(f"job {jk!r}: no container {ckey!r}")
+        if type(m) is _PosMap:
+            if m.get(s) != jk:
+                raise ReplicaMismatch(f"job {jk!r}: not at {s} in {ckey!r}")
+            del m[s]
+            p, d = v._p, v._d
+            if p[0] == s:
+                p.popleft()
+                d.popleft()
+            elif p[-1] == s:
+                p.pop()
+                d.pop()
+            else:
+                i = bisect_left(p, s)
+                del p[i]
+                del d[i]
+        else:
+            if m.pop(jk, None) is None:
+                raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
+            log = v._jlog
+            v._jlog = None  # the store has these changes already: nothing to log for the journal
+            try:
+                v.remove(jk[ckey.rindex(b":") + 1 :])
+            finally:
+                v._jlog = log
+        del self.owner[dbi][jk]
+        if not len(v) and k not in conts:
+            raise ReplicaMismatch(f"container {ckey!r} emptied, its row untouched")
+
+    def _join(
+        self,
+        db: Any,
+        dbi: int,
+        jk: bytes,
+        new: tuple[bytes, float],
+        conts: dict[tuple[int, bytes], Any],
+        stored: dict[tuple[int, bytes], bytes],
+    ) -> None:
+        """Put job ``jk`` into its container ``new`` = (key, score or position), in memory."""
+        ckey, s = new
+        k = (dbi, ckey)
+        m = self.cont.get(k)
+        v = db.data.get(ckey)
+        if m is None:
+            row = conts.get(k)
+            if row is None or v is not None:
+                raise ReplicaMismatch(f"job {jk!r}: its container {ckey!r} is not job rows")
+            ckey = k[1]  # one key object for the container and its members' index entries
+            if row[0] == LIST_TYPE:
+                v = List()
+                v._p = deque()
+                m = _PosMap()
+            else:
+                v = ZSet()
+                m = {}
+            v._jlog = []
+            v._jkey = k
+            db.data[ckey] = v
+            self.cont[k] = m
+            stored[k] = JOBS
+        else:
+            if v is None or type(v) is bytes or v._jkey != k:
+                raise ReplicaMismatch(f"job {jk!r}: container {ckey!r} out of step")
+            ckey = v._jkey[1]  # the container's own key object (not one per job)
+        member = jk[ckey.rindex(b":") + 1 :]
+        if type(m) is _PosMap:
+            if s in m:
+                raise ReplicaMismatch(f"job {jk!r}: position {s} of {ckey!r} is taken")
+            m[s] = jk
+            p, d = v._p, v._d
+            if not p or s > p[-1]:
+                p.append(s)
+                d.append(member)
+            elif s < p[0]:
+                p.appendleft(s)
+                d.appendleft(member)
+            else:
+                i = bisect_left(p, s)
+                p.insert(i, s)
+                d.insert(i, member)
+        else:
+            if jk in m:
+                raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
+            m[jk] = s
+            log = v._jlog
+            v._jlog = None
+            try:
+                v.add(member, s)
+            finally:
+                v._jlog = log
+        o = self.owner.get(dbi)
+        if o is None:
+            o = self.owner[dbi] = {}
+        o[jk] = (ckey, s) if type(m) is _PosMap else ckey
+
     # ---- start-up -------------------------------------------------------------
     def load(
         self,
@@ -456,11 +737,14 @@ class JobLayout:
         dbs: list[Any],
         dirty: dict[tuple[int, bytes], Any],
         stored: dict[tuple[int, bytes], bytes],
+        convert: bool = True,
     ) -> int:
         """Rebuild the job-row containers from the rows that name them; returns how many were loaded.
 
-        Containers stored generically (a store of schema version 4 or 5, or one that fell back) are marked
-        for a rewrite, so the first batch turns them into job rows if they qualify."""
+        Containers stored generically (a store of schema version 4 or 5, one written with
+        ``RESPQUEUE_JOB_ROWS=off``, or one that fell back) are marked for a rewrite, so the first batch
+        turns them into job rows if they qualify; not with ``convert`` False (a replica: its store holds
+        its master's rows, which may be generic, and it writes none of its own)."""
         now = mstime()
         ndb = len(dbs)
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
@@ -479,26 +763,34 @@ class JobLayout:
             else:
                 conts[k] = (typ, exp)
         loaded = 0
-        # one scan; sorted here (in the primary key's order they are nearly sorted already: cheaper
-        # than SQLite's sorter). A job's lock (lock, lock_ms) is only ever written in an owned row.
-        rows = conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL").fetchall()
-        rows.sort()
+        # one scan, into a (score, key) list per container, each sorted here (cheaper than SQLite's sorter;
+        # the scan's row tuples die as it goes, so they leave no holes in the heap among the index's
+        # objects). A job's lock (lock, lock_ms) is only ever written in an owned row.
+        buckets: dict[tuple[int, bytes], list[tuple[float, bytes]]] = {}
         locked = []
-        for (dbi, state), grp in groupby(rows, _DB_STATE):
-            group = list(grp)
-            k = (dbi, bytes(state))
+        for r in conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL"):
+            bk = (r[0], r[1])
+            b = buckets.get(bk)
+            if b is None:
+                b = buckets[(r[0], bytes(r[1]))] = []
+            b.append((r[2], r[3]))
+            if r[4] is not None:
+                locked.append(r)
+        for k in sorted(buckets):
+            group = buckets.pop(k)
+            dbi = k[0]
             meta = conts.pop(k, None) if 0 <= dbi < ndb else None
             if meta is None:
                 # a state naming no job-row container (it expired): rewrite those rows without it
-                for r in group:
-                    dirty.setdefault((dbi, r[3]), False)
-                    if r[4] is not None:
-                        locked.append(r)
+                for _s, jk in group:
+                    dirty.setdefault((dbi, jk), False)
                 continue
+            group.sort()
             ckey = k[1]
             plen = ckey.rindex(b":") + 1
-            scores = [r[2] for r in group]
-            jks = [r[3] for r in group]
+            scores = [r[0] for r in group]
+            jks = [r[1] for r in group]
+            del group  # its pairs' memory goes to the index's own tuples below
             members = [jk[plen:] for jk in jks]
             db = dbs[dbi]
             o = self.owner.get(dbi)
@@ -514,7 +806,10 @@ class JobLayout:
                 m = dict(zip(jks, scores, strict=True))
             v._jlog = []
             v._jkey = k
-            o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
+            if meta[0] == LIST_TYPE:
+                o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
+            else:
+                o.update(dict.fromkeys(jks, ckey))
             self.cont[k] = m
             db.data[ckey] = v
             stored[k] = JOBS
@@ -522,8 +817,6 @@ class JobLayout:
                 db.expires[ckey] = meta[1]
                 heapq.heappush(db.expire_heap, (meta[1], ckey))
             loaded += 1
-            locked.extend([r for r in group if r[4] is not None])
-        del rows
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
         # locks kept in their job's row
@@ -548,12 +841,33 @@ class JobLayout:
         self.dbs = dbs
         # generic state containers (written by schema version 4 or 5, or fallen back): rewrite them, as
         # job rows where they qualify, in the first batch
-        for k in generic:
+        for k in generic if convert else ():
             v = dbs[k[0]].data.get(k[1])
             if v is not None and type(v) is not bytes:
                 v._jkey = None
                 dirty.setdefault(k, False)
         return loaded
+
+
+_UNKNOWN: Any = object()
+
+
+def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any:
+    """A key's ``keys`` row after a group of frames, from the group's own statements for it (the last
+    one wins): for a container (``cont``) ``(type, expire_ms)``, for a job ``(state, score, lock,
+    lock_ms, type, expire_ms, value)``; None when deleted; ``_UNKNOWN`` when the group has no
+    statement on its ``keys`` row (then the store is read)."""
+    last = _UNKNOWN
+    for sql, rows in kops:
+        if sql == _KEY_UPSERT:
+            r = rows[-1]
+            last = (r[2], r[3]) if cont else (None, None, None, None, r[2], r[3], r[5])
+        elif sql == upsert:
+            r = rows[-1]
+            last = (r[2], r[3]) if cont else (r[6], r[7], r[8], r[9], r[2], r[3], r[5])
+        elif sql == _KEY_DEL:
+            last = None
+    return last
 
 
 class _PosMap(dict):  # type: ignore[type-arg]
@@ -562,11 +876,14 @@ class _PosMap(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
 
-def _release(
-    o: dict[bytes, tuple[bytes, float]], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]
-) -> None:
+def _ck(cur: Any) -> bytes:
+    """The container key of an ``owner`` entry: (key, position) for a list's member, the key for a zset's."""
+    return cur if type(cur) is not tuple else cur[0]
+
+
+def _release(o: dict[bytes, Any], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]) -> None:
     cur = o.get(jk)
-    if cur is not None and cur[0] == ckey:
+    if cur is not None and _ck(cur) == ckey:
         del o[jk]
         touched.append((dbi, jk))
 

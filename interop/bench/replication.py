@@ -1,6 +1,6 @@
 """Replication benchmark (not a test): what replicas cost BullMQ, respqueue vs Redis, in one run.
 
-    python -m interop.bench.replication [--jobs N] [--rounds R] [--json FILE]
+    python -m interop.bench.replication [--jobs N] [--rounds R] [--json FILE] [--job-rows both] [--only TEXT]
 
 BullMQ `add` (Queue.add, 50 in flight) and `process` (a Worker at concurrency 50 on a pre-filled
 queue), driven by interop/bench/bullmq_bench.js, against each of these set-ups in turn (one set-up
@@ -132,13 +132,48 @@ SETUPS: list[tuple[str, str, int, int, str]] = [
 ]
 
 
+def layouts(job_rows: str, only: list[str]) -> list[tuple[str, str, int, int, str]]:
+    """SETUPS, filtered by ``only`` (substrings of the row names; none: all), with ``job_rows`` "both" each
+    respqueue row twice: ``..., generic rows`` (RESPQUEUE_JOB_ROWS=off) and ``..., job rows`` (on)."""
+    out = []
+    for s in SETUPS:
+        if only and not any(x in s[0] for x in only):
+            continue
+        if s[1] == "respqueue" and job_rows == "both":
+            out.append((s[0] + ", generic rows", *s[1:]))
+            out.append((s[0] + ", job rows", *s[1:]))
+        else:
+            out.append(s)
+    return out
+
+
+def _job_rows_env(name: str) -> str | None:
+    """RESPQUEUE_JOB_ROWS for a set-up named by ``layouts`` (None: the environment's)."""
+    return "off" if name.endswith(", generic rows") else "on" if name.endswith(", job rows") else None
+
+
 def run_all(
-    jobs: int, rounds: int, raw: list[dict], log: Callable[[str], None] = print
+    jobs: int,
+    rounds: int,
+    raw: list[dict],
+    log: Callable[[str], None] = print,
+    setups: list[tuple[str, str, int, int, str]] | None = None,
 ) -> dict[str, dict[str, Totals]]:
-    res: dict[str, dict[str, Totals]] = {s[0]: {w: Totals() for w in WORKLOADS} for s in SETUPS}
+    setups = SETUPS if setups is None else setups
+    res: dict[str, dict[str, Totals]] = {s[0]: {w: Totals() for w in WORKLOADS} for s in setups}
     for r in range(rounds):
-        for name, kind, n, ack, _ in SETUPS:
-            g = start_group(name, kind, n, ack)
+        for name, kind, n, ack, _ in setups:
+            env = _job_rows_env(name)
+            old = os.environ.get("RESPQUEUE_JOB_ROWS")
+            if env is not None:
+                os.environ["RESPQUEUE_JOB_ROWS"] = env
+            try:
+                g = start_group(name, kind, n, ack)
+            finally:
+                if old is None:
+                    os.environ.pop("RESPQUEUE_JOB_ROWS", None)
+                else:
+                    os.environ["RESPQUEUE_JOB_ROWS"] = old
             try:
                 for w in WORKLOADS:
                     params = ["--jobs", str(jobs), "--inflight" if w == "add" else "--concurrency", "50"]
@@ -160,7 +195,12 @@ def run_all(
     return res
 
 
-def print_table(res: dict[str, dict[str, Totals]], jobs: int, rounds: int) -> None:
+def print_table(
+    res: dict[str, dict[str, Totals]],
+    jobs: int,
+    rounds: int,
+    setups: list[tuple[str, str, int, int, str]] | None = None,
+) -> None:
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     print(
         f"\nmachine: {machine()}; Node {node}, bullmq {client_version(CLIENT_DIR[0])} + ioredis; "
@@ -171,10 +211,10 @@ def print_table(res: dict[str, dict[str, Totals]], jobs: int, rounds: int) -> No
         "| vs Redis row | add ratio | process ratio |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for name, _kind, _n, _ack, ref in SETUPS:
+    for name, _kind, _n, _ack, ref in SETUPS if setups is None else setups:
         a, p = res[name]["add"], res[name]["process"]
         ra = rp = "" if not ref else "n/a"
-        if ref:
+        if ref and ref in res:
             x, y = res[ref]["add"], res[ref]["process"]
             ra = f"{a.rate / x.rate:.2f}" if a.rate and x.rate else "n/a"
             rp = f"{p.rate / y.rate:.2f}" if p.rate and y.rate else "n/a"
@@ -199,16 +239,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=20_000, help="jobs per run for add and process")
     ap.add_argument("--rounds", type=int, default=1, help="runs per set-up (set-ups in turn each round)")
     ap.add_argument("--json", default="", help="also write the raw results to this file")
+    ap.add_argument(
+        "--job-rows",
+        choices=("default", "both"),
+        default="default",
+        help="both: every respqueue set-up twice, with RESPQUEUE_JOB_ROWS=off (generic rows) and on (job rows)",
+    )
+    ap.add_argument(
+        "--only", action="append", default=[], help="only the set-ups whose name contains this (repeatable)"
+    )
     a = ap.parse_args(argv)
+    setups = layouts(a.job_rows, a.only)
     if shutil.which("node") is None or not os.path.isdir(os.path.join(CLIENT_DIR[0], "node_modules", "bullmq")):
         print(f"needs node and `npm ci` in {CLIENT_DIR[0]}", file=sys.stderr)
         return 2
     raw: list[dict] = []
-    res = run_all(a.jobs, a.rounds, raw, lambda s: print(s, flush=True))
+    res = run_all(a.jobs, a.rounds, raw, lambda s: print(s, flush=True), setups)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(raw, f, indent=1)
-    print_table(res, a.jobs, a.rounds)
+    print_table(res, a.jobs, a.rounds, setups)
     failed = [(n, w, e) for n, ws in res.items() for w, t in ws.items() for e in t.errors]
     for n, w, e in failed:
         print(f"FAILED {w} on {n}: {e[:500]}")

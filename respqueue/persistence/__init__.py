@@ -71,7 +71,9 @@ def open_persistence(server: Any) -> Journal | None:
             layout = make_layout(store.conn)
             if layout is not None:
                 journal.layout = layout
-                loaded += layout.load(store.conn, server.dbs, journal.dirty, journal.stored)
+                # a replica keeps its master's rows as they are (generic ones are not rewritten as its own)
+                convert = not getattr(cfg, "replicaof", None)
+                loaded += layout.load(store.conn, server.dbs, journal.dirty, journal.stored, convert=convert)
                 break
     except Exception as e:
         store.close()

@@ -304,23 +304,46 @@ def _reload(server: Any, ops: list[Any]) -> None:
         # rows with them) are reloaded together by the loader's code, as after a failed batch
         jobish = {k for k, kops in keys.items() if layout.touches(k) or any(sql == layout.upsert_sql for sql, _ in kops)}
         if jobish:
-            from ..persistence.rollback import restore
+            # in place, by the change of each job row's (state, score): O(rows in the frame)
+            handled = None
+            replicate = getattr(layout, "replicate", None)
+            if replicate is not None:
+                try:
+                    handled = replicate(conn, dbs, stored, {k: keys[k] for k in jobish})
+                except Exception as e:  # noqa: BLE001  (memory and store disagree: the store is the truth)
+                    log.warning("replication: job rows out of step (%s): reloading the keyspace", e)
+                    reload_all(server)
+                    return
+            if handled is not None:
+                for k in handled:
+                    _changed(server, dbs, k)
+            else:
+                # a container written whole (between job rows and generic rows): the keys sharing rows
+                # with it are reloaded together by the loader's code, as after a failed batch
+                from ..persistence.rollback import restore
 
-            done: set[tuple[int, bytes]] = set()
-            restore(server, j, jobish, replica=True, done=done)
-            keys = {k: v for k, v in keys.items() if k not in done}
+                handled = set()
+                restore(server, j, jobish, replica=True, done=handled)
+            keys = {k: v for k, v in keys.items() if k not in handled}
     for k, kops in keys.items():
         if not _incremental(dbs, stored, k, kops):
             reload_key(conn, dbs, stored, k)
         elif debug:
             log.debug("replication: key %r of db %d changed in place", k[1], k[0])
-        db = dbs[k[0]] if 0 <= k[0] < len(dbs) else None
-        if db is not None:
-            if db.watched and k[1] in db.watched:
-                for c in db.watched[k[1]]:
-                    c.dirty_cas = True
-            if db.blocking and k[1] in db.blocking:
-                server.ready_keys[k] = None
+        _changed(server, dbs, k)
+
+
+def _changed(server: Any, dbs: list[Any], k: tuple[int, bytes]) -> None:
+    """Key ``k`` changed under its watchers and blocked clients."""
+    db = dbs[k[0]] if 0 <= k[0] < len(dbs) else None
+    if db is not None:
+        if db.watched and k[1] in db.watched:
+            for c in db.watched[k[1]]:
+                c.dirty_cas = True
+        if db.blocking and k[1] in db.blocking:
+            server.ready_keys[k] = None
+        if db.slot_index is not None:  # cluster mode's slot -> keys index: the key may have come or gone
+            db.slot_index.changed(k[1], k[1] in db.data)
 
 
 def reload_all(server: Any) -> None:
@@ -337,7 +360,7 @@ def reload_all(server: Any) -> None:
     load(j.store.conn, server.dbs, j.stored)
     if j.layout is not None:  # job rows: the state containers are rebuilt from their members' rows
         j.layout = type(j.layout)()
-        j.layout.load(j.store.conn, server.dbs, {}, j.stored)
+        j.layout.load(j.store.conn, server.dbs, {}, j.stored, convert=False)  # the master's rows, as they are
 
 
 def install_snapshot(server: Any, path: str) -> None:
