@@ -21,6 +21,7 @@ import random
 import sys
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import Any
 
 import msgpack
 
@@ -28,13 +29,17 @@ from .keyindex import KeyIndex
 
 MAX_LISTPACK_ENTRIES = 512
 MAX_LISTPACK_VALUE = 64
+# respqueue/coldhash.py's queue while cold hashes are compacted: a hash unpacked on first use is noted
+# there, to be packed again once it has not been touched for a while
+COLD: Any = None
 
 
 class Hash:
     """A Redis hash: ``field -> value``, both bytes."""
 
     rtype = b"hash"
-    # ``_blob``: a hash loaded from the store stays packed until first used (see from_blob)
+    # ``_blob``: a hash loaded from the store stays packed until first used (see from_blob); so does a
+    # small one left untouched for a while (respqueue/coldhash.py)
     __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey", "_blob")
 
     def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
@@ -221,10 +226,13 @@ class Hash:
         self.d = d
         self.ht = bool(ht)
         self._blob = None
+        if COLD is not None:
+            COLD.cur[self] = None
         return d if name == "d" else self.ht
 
     def packed(self) -> bytes | None:
-        """The packed state this hash was loaded from, while it is still unused (else None)."""
+        """The packed state this hash was loaded from (or compacted to, see respqueue/coldhash.py), while
+        it is still unused (else None)."""
         return self._blob
 
     # ---- container contract ----------------------------------------------
