@@ -22,10 +22,11 @@ from .common import Proc, start_redis, start_respqueue
 from .durability import fill_jobs, restart, stop
 
 
-def rss(pid: int) -> int:
+def rss(pid: int, field: str = "VmRSS:") -> int:
+    """VmRSS (or another /proc/PID/status field, e.g. RssFile:) in bytes."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     return 0
 
@@ -58,13 +59,15 @@ def measure(name: str, start: Callable[[], Proc], n: int, restart_too: bool) -> 
         after_fill = settle(p)
         out = {"empty_mib": base / 2**20, "fill_s": dt, "after_fill": (after_fill - base) / llen}
         print(f"{name:22} empty {base / 2**20:6.1f} MiB, filled {llen:,} in {dt:.1f} s: "
-              f"{out['after_fill']:6.0f} B/job after the fill", flush=True)
+              f"{out['after_fill']:6.0f} B/job after the fill (RssFile {rss(p.pid, 'RssFile:') / 2**20:.1f} MiB)",
+              flush=True)
         if restart_too:
             stop(p)
             restart(p, llen)
             after = settle(p)
             out["after_restart"] = (after - base) / llen
-            print(f"{name:22} after a restart: {out['after_restart']:6.0f} B/job", flush=True)
+            print(f"{name:22} after a restart: {out['after_restart']:6.0f} B/job "
+                  f"(RssFile {rss(p.pid, 'RssFile:') / 2**20:.1f} MiB)", flush=True)
         return out
     finally:
         p.stop()
@@ -74,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=200_000)
     ap.add_argument("--skip-redis", action="store_true")
+    ap.add_argument("--only", help="run only the servers whose name contains this (e.g. durable)")
     ap.add_argument("--respqueue-args", default="", help="extra respqueue flags (space separated)")
     a = ap.parse_args(argv)
     extra = a.respqueue_args.split()
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows = []
     for name, start, rs in specs:
-        if a.skip_redis and name.startswith("redis"):
+        if (a.skip_redis and name.startswith("redis")) or (a.only and a.only not in name):
             continue
         rows.append((name, measure(name, start, a.jobs, rs)))
     print(f"\nRSS per waiting job ({a.jobs:,} jobs by addBulk, RSS less the empty server's):")

@@ -570,7 +570,8 @@ class Journal:
                     if old is not None:
                         del stored[k]
                         _drop_rows(append, old, k)
-                    v._jkey = k
+                    # (no _jkey: a hash without a change log is written whole; its key tuple is not kept)
+                    v._jkey = None
                     v._jlog = None
                     kup.append((dbi, key, "hash", exp, ver, blob))
                     if self.cold is not None and v._blob is None and not v.ht:
