@@ -21,6 +21,7 @@ pack or an unpack.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from typing import Any
@@ -31,6 +32,11 @@ from .types import hash as hash_mod
 from .types.hash import Hash
 
 SLICE_S = 0.008  # at most this much compaction work per cron tick
+# sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
+# the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
+# completed and removed within the delay)
+_ORPHAN_REFS = 4
+_refs = sys.getrefcount
 _pack = msgpack.Packer(use_bin_type=True).pack
 
 
@@ -72,10 +78,16 @@ class ColdHashes:
             it = self._pos if self._pos is not None else iter(list(bucket.items()))
             self._pos = it
             n = 0
+            dbs = self.server.dbs
             for h, entry in it:
                 n += 1
                 if _newer(h, newer):
                     continue
+                if entry is None:
+                    if _refs(h) <= _ORPHAN_REFS:
+                        continue
+                elif dbs[entry[1][0]].data.get(entry[1][1]) is not h:
+                    continue  # deleted (or replaced) since
                 if self._compact(h, entry, jdirty):
                     done += 1
                 if n >= 256:
