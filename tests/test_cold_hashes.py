@@ -158,11 +158,11 @@ def test_cold_hashes_answer_as_redis(rq: ServerProcess, redis_srv: ServerProcess
         for k in survivors[:5]:
             for cmd in (("MEMORY", "USAGE", k), ("DEBUG", "OBJECT", k)):
                 wait_packed(d.rq, [k])
-                cold = d.rq.call_raw(*cmd).split(b" ")[2:4] if cmd[0] == "DEBUG" else d.rq.call_raw(*cmd)
+                cold = d.rq.call_raw(*cmd).split(b" ")[3:5] if cmd[0] == "DEBUG" else d.rq.call_raw(*cmd)
                 assert d.rq.call_raw("DEBUG", "PACKED", k) == b":0\r\n"  # (the first use unpacked it)
-                hot = d.rq.call_raw(*cmd).split(b" ")[2:4] if cmd[0] == "DEBUG" else d.rq.call_raw(*cmd)
+                hot = d.rq.call_raw(*cmd).split(b" ")[3:5] if cmd[0] == "DEBUG" else d.rq.call_raw(*cmd)
                 assert cold == hot, (cmd, cold, hot)
-            assert hot[0] == b"encoding:listpack", hot
+            assert hot[0] == b"encoding:listpack" and hot[1].startswith(b"serializedlength:"), hot
         ch = d.rq.call_raw("DEBUG", "COLD-HASHES")
         assert ch.startswith(b"*3\r\n"), ch
     finally:
