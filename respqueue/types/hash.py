@@ -219,7 +219,7 @@ class Hash:
         return h
 
     def __getattr__(self, name: str) -> object:
-        # only reached while ``d``/``ht`` are unset: a hash made by from_blob, first use
+        # only reached while ``d``/``ht`` are unset: first use of a hash made by from_blob or gone cold
         if name != "d" and name != "ht":
             raise AttributeError(name)
         ht, d = msgpack.unpackb(self._blob, raw=True)
