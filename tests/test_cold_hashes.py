@@ -275,3 +275,58 @@ def test_bullmq_jobs_across_compaction(mode: str) -> None:
     finally:
         rq.stop()
         ref.stop()
+
+
+HOT_JS = r"""
+const { Queue, Worker } = require('bullmq');
+(async () => {
+  const [port, n] = process.argv.slice(1).map(Number);
+  const connection = { host: '127.0.0.1', port };
+  const q = new Queue('hot', { connection });
+  let done = 0;
+  const finished = new Promise((res, rej) => {
+    const w = new Worker('hot', async job => job.data.i, { connection, concurrency: 10 });
+    w.on('completed', () => { if (++done === n) w.close().then(res); });
+    setTimeout(() => rej(new Error('timeout')), 60000).unref();
+  });
+  for (let i = 0; i < n; i++) await q.add('j', { i }, { removeOnComplete: true });
+  await finished;
+  const counts = await q.getJobCounts('wait', 'active', 'completed', 'failed');
+  await q.close();
+  console.log(JSON.stringify({ done, counts }));
+})().catch(e => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });
+"""
+
+
+@pytest.mark.skipif(not NODE_OK, reason="node and interop/node_modules/bullmq are needed")
+@pytest.mark.parametrize("mode", ["durable", "memory"])
+def test_hot_jobs_are_never_packed(mode: str) -> None:
+    """Jobs taken as soon as they are added (and removed on completion) are never packed, with the
+    default delay: at most the queue's meta hash and the like go cold."""
+    rq = start_respqueue("--durability", mode)
+    try:
+        out = _node(HOT_JS, rq.port, 150)
+        assert out["done"] == 150 and out["counts"]["wait"] == 0, out
+        time.sleep(1.6)  # past the delay: every noted hash is due
+        c = redis.Redis(port=rq.port)
+        compacted, pending, delay = c.execute_command("DEBUG", "COLD-HASHES")
+        assert delay == 1000
+        assert compacted <= 3, compacted
+        # a hash written every 50 ms for 2.5 s (well past the delay) is never packed meanwhile; once
+        # left alone, it is
+        c.hset("kept:hot", "n", 0)
+        end = time.time() + 2.5
+        i = 0
+        while time.time() < end:
+            assert c.execute_command("DEBUG", "PACKED", "kept:hot") == 0, i
+            i += 1
+            c.hset("kept:hot", "n", i)
+            time.sleep(0.05)
+        deadline = time.time() + 30
+        while c.execute_command("DEBUG", "PACKED", "kept:hot") != 1:
+            assert time.time() < deadline, "never went cold"
+            time.sleep(0.1)
+        assert c.hgetall("kept:hot") == {b"n": b"%d" % i}
+        c.close()
+    finally:
+        rq.stop()
