@@ -164,9 +164,11 @@ class HistoryCapture:
         self.journal = journal
         self.retention_s = retention_s
         self._keys: dict[bytes, tuple[str, str, bytes] | None] = {}
-        # two generations of in-flight jobs: (db, job key) -> _Job; O(1) bounded eviction
-        self._cur: dict[tuple[int, bytes], _Job] = {}
-        self._old: dict[tuple[int, bytes], _Job] = {}
+        # two generations of in-flight jobs: job key (database 0) or (db, job key) -> _Job, or the bare
+        # hash of a job that is not active (atm -1: no _Job and no tuple for each waiting job); O(1)
+        # bounded eviction
+        self._cur: dict[Any, Any] = {}
+        self._old: dict[Any, Any] = {}
         # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (event, hash)
         self._unresolved: dict[tuple[int, bytes], tuple[list[Any], Any]] = {}
         # the open batch's chunks: job key base (b"<prefix>:<queue>:") -> the queue's open chunk; all of them
@@ -199,20 +201,20 @@ class HistoryCapture:
             self._task = None
 
     # ---- the cache of in-flight jobs ------------------------------------------
-    def _get(self, k: tuple[int, bytes]) -> _Job | None:
+    def _get(self, k: Any) -> Any:
         j = self._cur.get(k)
         if j is None:
             j = self._old.get(k)
         return j
 
-    def _put(self, k: tuple[int, bytes], j: _Job) -> None:
+    def _put(self, k: Any, j: Any) -> None:
         cur = self._cur
         cur[k] = j
         if len(cur) > CACHE_LIMIT:
             self._old = cur
             self._cur = {}
 
-    def _drop(self, k: tuple[int, bytes]) -> None:
+    def _drop(self, k: Any) -> None:
         self._cur.pop(k, None)
         self._old.pop(k, None)
 
@@ -296,7 +298,7 @@ class HistoryCapture:
         prefix, queue, jbase = info  # type: ignore[misc]
         db = c.db
         jkey = jbase + jid
-        ck = (db.index, jkey)
+        ck = jkey if db.index == 0 else (db.index, jkey)
         h = db.data.get(jkey)
         if h is not None and type(h) is not Hash and getattr(h, "rtype", None) != b"hash":
             h = None
@@ -304,8 +306,9 @@ class HistoryCapture:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][5] = _s(u[1].get(b"pb"))
-        j = self._get(ck)
-        src = h if h is not None else (j.h if j is not None else None)
+        cached = self._get(ck)
+        j = cached if type(cached) is _Job else None  # an active job's entry; else the bare hash
+        src = h if h is not None else (j.h if j is not None else cached)
         # the hash's own dict when it is a plain Hash (no method call per field)
         g = None if src is None else (src.d.get if type(src) is Hash else src.get)
         sjid = jid.decode("utf-8", "replace")
@@ -338,14 +341,14 @@ class HistoryCapture:
             self._final(self._chunk(jbase, prefix, queue), sjid, kind, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
-            if j is not None:
+            if cached is not None:
                 self._drop(ck)
         elif ev == b"added":
             if name is None:
                 name = _s(self._field(argv, rest, b"name"))
             if h is not None:
                 delay = _i(g(b"delay")) or None  # type: ignore[misc]
-                self._put(ck, _Job(h, -1))
+                self._put(ck, h)
             if self.metrics is not None:
                 self.metrics.added(db.index, prefix, queue, ms)
         elif ev == b"waiting" or ev == b"delayed":
@@ -369,7 +372,7 @@ class HistoryCapture:
             if ev == b"stalled" and j is not None:
                 j.atm = -1
         elif ev == b"removed":
-            if j is not None:
+            if cached is not None:
                 self._drop(ck)
         elif ev == b"retries-exhausted":
             return  # always right after the final 'failed' event, which says the same

@@ -159,6 +159,9 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    + env % "METRICS_PORT")
     s.add_argument("--metrics-host", dest="metrics_host",
                    help="address(es) of the metrics/dashboard HTTP server, default: --host" + env % "METRICS_HOST")
+    s.add_argument("--hash-compact-delay", dest="hash_compact_delay", type=int, metavar="MS",
+                   help="keep small hashes untouched for MS ms packed (waiting jobs), default 1000; 0: never"
+                   + env % "HASH_COMPACT_DELAY")
     add_limit_flags(s)
     add_security_flags(s)
     add_cluster_flags(s)

@@ -84,6 +84,8 @@ class Config:
     replica_priority: int = 100  # Sentinel's promotion order (0: never promoted)
     repl_ping_replica_period: int = 10  # seconds between the master's heartbeats to its replicas
     repl_timeout: int = 60  # a replica drops its link after this long without a byte from its master
+    # small hashes untouched this many ms are kept packed (respqueue/coldhash.py); 0: never
+    hash_compact_delay: int = 1000
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:

@@ -14,6 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .errors import WRONGTYPE
+from .types.hash import Hash
 
 if TYPE_CHECKING:
     from .server import Server
@@ -140,6 +141,10 @@ class Database:
             s.journal.key_changed(self, key, created)
         if s.mem_guard is not None:
             s.mem_guard.key_changed(self, key)
+        if s.cold_notes is not None:  # memory mode: a changed small hash may go cold (coldhash.py)
+            v = self.data.get(key)
+            if type(v) is Hash:
+                s.cold_notes.cur[v] = None
         if self.slot_index is not None:
             self.slot_index.changed(key, created)
 

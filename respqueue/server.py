@@ -72,6 +72,10 @@ class Server:
         # being run found the server over the limit
         self.mem_guard: Any = None
         self.oom_state = False
+        # cold hashes (respqueue/coldhash.py): the compaction queue, and in memory mode the same object
+        # for Database.modified to note changed hashes in (None: off, or the journal notes them)
+        self.cold_hashes: Any = None
+        self.cold_notes: Any = None
         self.stats_evicted_keys = 0
         # client-output-buffer-limit (respqueue/outbuf.py)
         self.obl: Any = None
@@ -234,6 +238,10 @@ class Server:
             if self.journal is not None:
                 self.journal.start()
         memory.setup(self)  # after the store is loaded, before clients: measures the keyspace when maxmemory is set
+        if self.cold_hashes is None:
+            from . import coldhash
+
+            coldhash.setup(self)
         if self.repl is None:
             from .replication import open_replication
 
@@ -337,6 +345,8 @@ class Server:
                             db.active_expire(now)
                 if self.ready_keys:
                     self.handle_ready_keys()
+                if self.cold_hashes is not None:
+                    self.cold_hashes.tick(now)
                 if tick % max(1, self.config.hz) == 0 and self.config.timeout:
                     self._close_idle_clients()
             except Exception:

@@ -232,6 +232,28 @@ def test_rows_commit_with_the_write(server):
     assert f["finished_on"] > 0
 
 
+def test_waiting_job_removed_after_its_hash_keeps_its_name(server):
+    """A job added, left waiting (its hash gone cold: packed) and removed the way BullMQ's removeJob does
+    it (the hash deleted before the 'removed' event): the event still has the job's name, from the
+    capture's cache of waiting jobs, in database 0 and in another database."""
+    srv = server("--hash-compact-delay", "50")
+    r = redis.Redis(port=srv.port)
+    for dbi in (0, 3):
+        c = redis.Redis(port=srv.port, db=dbi)
+        c.hset("bull:rm:1", mapping={"name": f"nm{dbi}", "timestamp": "1000", "atm": "0", "delay": "0"})
+        c.xadd("bull:rm:events", {"event": "added", "jobId": "1", "name": f"nm{dbi}"})
+        deadline = time.time() + 30
+        while c.execute_command("DEBUG", "PACKED", "bull:rm:1") != 1:
+            assert time.time() < deadline, "the job hash did not go cold"
+            time.sleep(0.05)
+        c.eval("redis.call('DEL', KEYS[1]); redis.call('XADD', KEYS[2], '*', 'event', 'removed', 'jobId', '1',"
+               " 'prev', 'wait')", 2, "bull:rm:1", "bull:rm:events")
+        rows = db_rows(srv, "SELECT event, job_name FROM job_events WHERE queue='rm' ORDER BY id")
+        assert rows[-2:] == [("added", f"nm{dbi}"), ("removed", f"nm{dbi}")], rows
+        c.close()
+    r.close()
+
+
 def test_history_off_writes_nothing(server):
     srv = server(env={"RESPQUEUE_HISTORY": "off"})
     r = redis.Redis(port=srv.port)

@@ -575,7 +575,7 @@ def test_native_writes_are_persisted(tmp_path: Any) -> None:
 
 @needs_node
 def test_native_paths_on_job_hashes_loaded_packed(tmp_path: Any) -> None:
-    """Job hashes loaded from the store stay packed until first used (Hash.from_blob, a _PackedHash):
+    """Job hashes loaded from the store stay packed until first used (Hash.from_blob, a PackedHash):
     moveToActive and moveToFinished (fetching the next job) on them reply and write as the Lua path does
     on the same restarted data."""
     add, mta, mtf = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]

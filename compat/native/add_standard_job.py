@@ -202,7 +202,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     if job is not None:
         if custom_id:
             raise Bail("duplicated job")
-        if type(job) is not Hash:
+        if not isinstance(job, Hash):
             raise Bail("job key type")
     _check_stream(db, events_key)
     if v.delayed is not None:

@@ -19,7 +19,7 @@ from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
 from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
 from respqueue.resp import _BULK_HDR, _MBULK, Encoded, RedisError
-from respqueue.types.hash import Hash
+from respqueue.types.hash import Hash, unpacked
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
@@ -351,7 +351,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
             db.set_expire(lock_key, int(lock_ms) + mstime())
             _call(ctx.sc, SET, [b"SET", lock_key, token, b"PX", lock_ms], False, DONE)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
-    h = db.lookup(job_key)
+    h = unpacked(db.lookup(job_key))  # a job that waited long is packed (respqueue/coldhash.py)
     if worker is not None:
         _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts, b"pb", worker], h)
     else:

@@ -9,7 +9,7 @@ from respqueue.call import DONE
 from respqueue.call import call as _call
 from respqueue.commands.streams import xtrim_approx
 from respqueue.numbers import str2int
-from respqueue.types.hash import Hash
+from respqueue.types.hash import Hash, unpacked
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
 
@@ -188,7 +188,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     call = ctx.call
     monitors = ctx.monitors
     # ---- reads (an error here still falls back to Lua: nothing written yet)
-    job = db.lookup(job_key)
+    job = unpacked(db.lookup(job_key))
     _call(ctx.sc, EXISTS, [b"EXISTS", job_key], False, DONE)
     if job is None:
         return -1
@@ -204,7 +204,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
     fetch_next = fetch == b"1"
     # ---- everything that could fail or branch after the first write
-    if type(job) is not Hash and not isinstance(job, Hash):
+    if type(job) is not Hash:
         raise Bail("wrong type")
     if job.get(b"parentKey") is not None or job.get(b"parent") is not None or job.get(b"deid") is not None:
         raise Bail("job with parent or dedup")

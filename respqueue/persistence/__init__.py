@@ -82,6 +82,10 @@ def open_persistence(server: Any) -> Journal | None:
         raise StoreError(f"cannot load the store {store.path}: {e}; {remedy(store.path)}") from None
     for k in expired:
         journal.dirty[k] = None
+    # the load read the whole file through the connection's memory map: those pages stay resident
+    # (counted in the process's RSS, as much as the store's size) until unmapped; map it afresh
+    store.conn.execute("PRAGMA mmap_size=0")
+    store.conn.execute("PRAGMA mmap_size=268435456")
     log.info(
         "loaded %d keys in %.3f s from %s (%d expired keys dropped; durability %s)",
         loaded, time.perf_counter() - t0, store.path, nexp, mode,

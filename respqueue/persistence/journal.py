@@ -172,6 +172,8 @@ class Journal:
         # a layout codec for keys of a known shape (compat/engine/layout.py: BullMQ jobs as one row
         # each): ``before`` sees a batch's dirty keys first, ``stamp`` splits its keys rows
         self.layout: Any = None
+        # respqueue/coldhash.py's queue: the small hashes packed here are noted in it, with their blob
+        self.cold: Any = None
 
     def start(self) -> None:
         self.adopt_strings(None)
@@ -568,9 +570,12 @@ class Journal:
                     if old is not None:
                         del stored[k]
                         _drop_rows(append, old, k)
-                    v._jkey = k
+                    # (no _jkey: a hash without a change log is written whole; its key tuple is not kept)
+                    v._jkey = None
                     v._jlog = None
                     kup.append((dbi, key, "hash", exp, ver, blob))
+                    if self.cold is not None and v._blob is None and not v.ht:
+                        self.cold.cur[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
                     continue
             if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
                 # a small list is one row too: the whole list in keys.value (see LIST_COMPACT_MAX)

@@ -21,6 +21,7 @@ import random
 import sys
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import Any
 
 import msgpack
 
@@ -28,13 +29,17 @@ from .keyindex import KeyIndex
 
 MAX_LISTPACK_ENTRIES = 512
 MAX_LISTPACK_VALUE = 64
+# respqueue/coldhash.py's queue while cold hashes are compacted: a hash unpacked on first use is noted
+# there, to be packed again once it has not been touched for a while
+COLD: Any = None
 
 
 class Hash:
     """A Redis hash: ``field -> value``, both bytes."""
 
     rtype = b"hash"
-    # ``_blob``: a hash loaded from the store stays packed until first used (see from_blob)
+    # ``_blob``: a hash loaded from the store stays packed until first used (see from_blob); so does a
+    # small one left untouched for a while (respqueue/coldhash.py)
     __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey", "_blob")
 
     def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
@@ -206,7 +211,7 @@ class Hash:
 
         1M waiting BullMQ jobs load as 1M small objects holding their bytes; a job's fields
         become a dict only when something reads or changes it."""
-        h = _PackedHash.__new__(_PackedHash)
+        h = PackedHash.__new__(PackedHash)
         h._blob = blob
         h._ix = None
         h._jlog = None
@@ -214,7 +219,8 @@ class Hash:
         return h
 
     def packed(self) -> bytes | None:
-        """The packed state this hash was loaded from, while it is still unused (else None)."""
+        """The packed state this hash was loaded from (or compacted to, see respqueue/coldhash.py), while
+        it is still unused (else None)."""
         return self._blob
 
     # ---- container contract ----------------------------------------------
@@ -249,9 +255,10 @@ class Hash:
         return 16 + sys.getsizeof(d) // 2 + payload + 56 * n
 
 
-class _PackedHash(Hash):
-    """A :class:`Hash` made by :meth:`Hash.from_blob` and not used yet: its first use unpacks the fields
-    and turns it into a plain ``Hash``.
+class PackedHash(Hash):
+    """A :class:`Hash` made by :meth:`Hash.from_blob` or gone cold (respqueue/coldhash.py turns an untouched
+    small hash into one) and not used since: its first use unpacks the fields and turns it into a plain
+    ``Hash``, noted again as a candidate for compaction.
 
     The ``__getattr__`` hook lives here, not on ``Hash``: on a class that has one, every attribute read of
     every instance goes through it (CPython's slot_tp_getattr_hook) and the interpreter cannot specialise
@@ -269,4 +276,14 @@ class _PackedHash(Hash):
         self.ht = bool(ht)
         self._blob = None
         self.__class__ = Hash
+        if COLD is not None:
+            COLD.cur[self] = None
         return d if name == "d" else self.ht
+
+
+def unpacked(h: Any) -> Any:
+    """``h``, unpacked first when it is a :class:`PackedHash` (then ``type(h) is Hash``): for fast paths that
+    test the exact type."""
+    if type(h) is PackedHash:
+        h.ht  # noqa: B018  (the first use unpacks it)
+    return h

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import indexOf
 
+from .positions import Positions
+
 
 class List:
     """A Redis list."""
@@ -28,10 +30,10 @@ class List:
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
         self._d: deque[bytes] = deque(items)
-        # persistence, while attached to the journal: a parallel deque of float
-        # positions (the list_items.pos of each element) and a change log of
-        # (pos, value | None); a ``_jkey`` of None asks for a full rewrite
-        self._p: deque[float] | None = None
+        # persistence, while attached to the journal: the float positions of the elements
+        # (their list_items.pos; a Positions run while consecutive, else a deque) and a change
+        # log of (pos, value | None); a ``_jkey`` of None asks for a full rewrite
+        self._p: Positions | deque[float] | None = None
         self._jlog: list[tuple[float, bytes | None]] | None = None
         self._jkey: tuple[int, bytes] | None = None
 
@@ -67,8 +69,7 @@ class List:
     # ---- ends --------------------------------------------------------------
     def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0) -> None:
         """Start (or restart) change logging with positions first, first+1, ... (integers)."""
-        start = int(first)
-        self._p = deque(map(float, range(start, start + len(self._d))))
+        self._p = Positions(int(first), len(self._d))
         self._jlog = []
         self._jkey = jkey
 
@@ -198,7 +199,7 @@ class List:
                 stop = min(stop, n - 1)
                 self._jlog.extend([(x, None) for x in islice(p, 0, start)])
                 self._jlog.extend([(x, None) for x in islice(p, stop + 1, n)])
-                self._p = deque(islice(p, start, stop + 1))
+                self._p = p.sub(start, stop + 1) if type(p) is Positions else deque(islice(p, start, stop + 1))
         if stop < start or start >= n:
             d.clear()
             return

@@ -1,0 +1,153 @@
+"""Cold hashes: small hashes nobody touched for a while are kept only as their packed bytes.
+
+A waiting BullMQ job is a small hash that is written once (by addJob) and then left alone until a worker
+takes it, maybe much later. As a ``dict`` of ``bytes`` it costs ~600 bytes more than its packed form (the
+msgpack ``[hashtable?, {field: value}]`` the store's row holds), so a listpack-encoded hash that was not
+touched for ``hash_compact_delay`` ms (``--hash-compact-delay``, default 1000; 0 turns this off) goes
+back to the packed form of :meth:`Hash.from_blob`, the one a hash loaded from the store has; its first
+use unpacks it (``Hash.__getattr__``), so every reader (hash commands, Lua, BullMQ's native scripts,
+persistence, DEBUG/MEMORY) sees the same content through the same accessor.
+
+No loop runs over the keyspace. Hashes are *noted* when they change: in ``durable``/``buffered`` mode by
+the journal, when it packs a small hash's row (the entry keeps that blob and the key, so compacting
+costs no second pack), in ``memory`` mode by ``Database.modified`` (the entry is packed when compacted);
+and when a packed hash is unpacked by a read. Notes go into the current *bucket* (a dict, so a hash
+written many times in a tick is one entry); the server cron closes a bucket every tick and compacts the
+buckets older than the delay, in bounded slices (``SLICE_S`` of work per tick). A hash noted again in a
+newer bucket is skipped (that entry will handle it), as is one whose key the journal has not yet
+written again (its blob would be stale): a hot job (taken by a worker within the delay) never pays a
+pack or an unpack.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from typing import Any
+
+import msgpack
+
+from .types import hash as hash_mod
+from .types.hash import Hash, PackedHash
+
+SLICE_S = 0.008  # at most this much compaction work per cron tick
+# sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
+# the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
+# completed and removed within the delay)
+_ORPHAN_REFS = 4
+_refs = sys.getrefcount
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+class ColdHashes:
+    """The compaction queue of one server (``server.cold_hashes``)."""
+
+    def __init__(self, server: Any, delay_ms: int) -> None:
+        self.server = server
+        self.delay_ms = delay_ms
+        # the open bucket: hash -> (blob, (db, key)) when noted by the journal, None otherwise
+        self.cur: dict[Hash, Any] = {}
+        # closed buckets, oldest first: (ms when closed, entries)
+        self.buckets: deque[tuple[int, dict[Hash, Any]]] = deque()
+        self._pos: Any = None  # iterator over the oldest bucket while it is being worked through
+        self.compacted = 0  # hashes packed so far (DEBUG COLD-HASHES)
+        self.skipped = 0
+
+    def note(self, h: Hash, entry: Any = None) -> None:
+        self.cur[h] = entry
+
+    def pending(self) -> int:
+        return len(self.cur) + sum(len(b) for _, b in self.buckets)
+
+    def tick(self, now_ms: int, budget_s: float = SLICE_S) -> int:
+        """Close the open bucket and compact what is due; returns how many hashes were packed."""
+        if self.cur:
+            self.buckets.append((now_ms, self.cur))
+            self.cur = {}
+        buckets = self.buckets
+        if not buckets or now_ms - buckets[0][0] < self.delay_ms:
+            return 0
+        journal = self.server.journal
+        jdirty = journal.dirty if journal is not None else None
+        deadline = time.perf_counter() + budget_s
+        done = 0
+        while buckets and now_ms - buckets[0][0] >= self.delay_ms:
+            bucket = buckets[0][1]
+            newer = [b for _, b in buckets][1:]
+            it = self._pos if self._pos is not None else iter(list(bucket.items()))
+            self._pos = it
+            n = 0
+            dbs = self.server.dbs
+            for h, entry in it:
+                n += 1
+                if _newer(h, newer):
+                    continue
+                if entry is None:
+                    if _refs(h) <= _ORPHAN_REFS:
+                        continue
+                elif dbs[entry[1][0]].data.get(entry[1][1]) is not h:
+                    continue  # deleted (or replaced) since
+                if self._compact(h, entry, jdirty):
+                    done += 1
+                if n >= 256:
+                    n = 0
+                    if time.perf_counter() >= deadline:
+                        self.compacted += done
+                        return done
+            self._pos = None
+            buckets.popleft()
+        self.compacted += done
+        return done
+
+    def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None) -> bool:
+        if h._blob is not None or h._ix is not None or h._jlog is not None:
+            return False  # packed already; indexed (HSCAN/HRANDFIELD); kept as field rows
+        try:
+            d = h.d
+        except AttributeError:
+            return False
+        if h.ht or not d:
+            return False
+        if entry is not None:
+            blob, k = entry
+            if jdirty is not None and k in jdirty:
+                self.skipped += 1
+                return False  # changed since the journal packed it: noted again when it is written
+        else:
+            blob = _pack([False, d])
+        h._blob = blob
+        del h.d
+        del h.ht
+        h.__class__ = PackedHash  # its first use unpacks it again
+        return True
+
+    def compact_all(self) -> int:
+        """Compact every noted hash now, whatever its age (DEBUG COLD-HASHES COMPACT)."""
+        now = 1 << 62
+        n = 0
+        while self.cur or self.buckets:
+            n += self.tick(now, 3600.0)
+        return n
+
+
+def _newer(h: Hash, newer: list[dict[Hash, Any]]) -> bool:
+    for b in newer:
+        if h in b:
+            return True
+    return False
+
+
+def setup(server: Any) -> None:
+    """Turn cold-hash compaction on for ``server`` (``hash_compact_delay`` > 0): the journal notes the
+    hashes it packs, or in memory mode ``Database.modified`` notes changed hashes."""
+    delay = int(getattr(server.config, "hash_compact_delay", 0) or 0)
+    if delay <= 0:
+        return
+    ch = ColdHashes(server, delay)
+    server.cold_hashes = ch
+    hash_mod.COLD = ch
+    if server.journal is not None:
+        server.journal.cold = ch
+    else:
+        server.cold_notes = ch

@@ -1,0 +1,332 @@
+"""Cold hashes (respqueue/coldhash.py): small hashes left untouched past ``--hash-compact-delay`` are held
+packed, and every command still answers exactly as redis-server does on the same data.
+
+Servers run with a 100 ms delay; ``DEBUG PACKED key`` (respqueue only) tells whether a hash is held
+packed without unpacking it. Each hash is packed before the one command run on it (so each command's
+first touch of a cold hash is checked), in ``durable`` (the journal's blob is reused) and ``memory``
+mode (packed by the compactor); then a restart of the durable store, and BullMQ jobs added, left to go
+cold and processed, against Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from .conftest import Diff
+from .servers import ROOT, RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
+
+pytestmark = pytest.mark.skipif(redis_server_path() is None, reason="reference redis-server is not installed")
+
+DELAY = ("--hash-compact-delay", "100")
+N = 140
+
+
+def _fields(i: int) -> list[tuple[bytes, bytes]]:
+    kind = i % 7
+    if kind == 0:
+        return [(b"f0", b"v%d" % i)]
+    if kind == 1:
+        return [(b"f%d" % j, b"%d" % (i * j)) for j in range(5)]
+    if kind == 2:
+        return [(b"f0", b"x" * 64), (b"f1", b"y" * 63)]  # at the listpack value limit
+    if kind == 3:
+        return [(b"f%d" % j, b"value-%d-%d" % (i, j)) for j in range(30)]
+    if kind == 4:
+        return [(b"f0", b""), (b"f1", b"\x00\xff\r\n"), (b"\xc3\xa9", b"\xe2\x82\xac")]
+    if kind == 5:
+        return [(b"f0", b"-12"), (b"1", b"2"), (b"2", b"3.5")]
+    return [(b"f0", b"3.25"), (b"f1", b"1e3"), (b"f2", b"%d" % (1 << 62))]
+
+
+def fill(c: RawConn, n: int = N) -> list[bytes]:
+    keys = []
+    for i in range(n):
+        key = b"h:%d" % i
+        flat: list[Any] = []
+        for f, v in _fields(i):
+            flat += [f, v]
+        assert c.call_raw("HSET", key, *flat).startswith(b":")
+        keys.append(key)
+    return keys
+
+
+def wait_packed(c: RawConn, keys: list[bytes], timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    left = list(keys)
+    while True:
+        left = [k for k in left if c.call_raw("DEBUG", "PACKED", k) != b":1\r\n"]
+        if not left:
+            return
+        assert time.monotonic() < end, f"{len(left)} hashes not packed after {timeout} s: {left[:5]}"
+        time.sleep(0.05)
+
+
+# one command (or a few) run on a cold hash; each gets its own hash
+OPS: list[Callable[[bytes], list[tuple[Any, ...]]]] = [
+    lambda k: [("HGETALL", k)],
+    lambda k: [("HKEYS", k), ("HVALS", k)],
+    lambda k: [("HLEN", k)],
+    lambda k: [("HGET", k, "f0"), ("HGET", k, "nope")],
+    lambda k: [("HMGET", k, "f0", "nope", "f1")],
+    lambda k: [("HEXISTS", k, "f0"), ("HEXISTS", k, "nope")],
+    lambda k: [("HSTRLEN", k, "f0"), ("HSTRLEN", k, "f1")],
+    lambda k: [("HSCAN", k, "0")],
+    lambda k: [("HSCAN", k, "0", "MATCH", "f1*", "COUNT", "100")],
+    lambda k: [("OBJECT", "ENCODING", k), ("TYPE", k), ("EXISTS", k)],
+    lambda k: [("EVAL", "return redis.call('HGETALL', KEYS[1])", "1", k)],
+    lambda k: [("EVAL", "return redis.call('HGET', KEYS[1], 'f0')", "1", k)],
+    lambda k: [("HSET", k, "f0", "new"), ("HGETALL", k)],
+    lambda k: [("HSET", k, "fresh", "x"), ("HGETALL", k)],
+    lambda k: [("HDEL", k, "f0"), ("HGETALL", k), ("EXISTS", k)],
+    lambda k: [("HINCRBY", k, "n", "5"), ("HINCRBY", k, "f0", "1"), ("HGETALL", k)],
+    lambda k: [("HINCRBYFLOAT", k, "f0", "1.5"), ("HGETALL", k)],
+    lambda k: [("HSETNX", k, "f0", "x"), ("HSETNX", k, "new", "y"), ("HGETALL", k)],
+    lambda k: [("COPY", k, k + b":copy"), ("HGETALL", k + b":copy"), ("OBJECT", "ENCODING", k + b":copy")],
+    lambda k: [("RENAME", k, k + b":r"), ("HGETALL", k + b":r")],
+    lambda k: [("EXPIRE", k, "1000"), ("TTL", k), ("HGETALL", k)],
+    lambda k: [("DEL", k), ("EXISTS", k)],
+    lambda k: [("EVAL", "redis.call('HSET', KEYS[1], 'lua', '1'); return redis.call('HGETALL', KEYS[1])", "1", k)],
+    lambda k: [("HSET", k, "big", "z" * 65), ("OBJECT", "ENCODING", k), ("HLEN", k), ("HGET", k, "big")],
+]
+
+
+@pytest.fixture(scope="module")
+def redis_srv() -> Iterator[ServerProcess]:
+    srv = start_redis()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module", params=["durable", "memory"])
+def rq(request: Any) -> Iterator[ServerProcess]:
+    srv = start_respqueue("--durability", request.param, *DELAY)
+    yield srv
+    srv.stop()
+
+
+def all_hashes(d: Diff, rq_port: int, ref_port: int) -> None:
+    """HGETALL of every key both servers hold (same key set)."""
+    ks = sorted(redis.Redis(port=ref_port).keys("*"))
+    assert sorted(redis.Redis(port=rq_port).keys("*")) == ks
+    for k in ks:
+        if d("OBJECT", "ENCODING", k) == b"$8\r\nlistpack\r\n":
+            d("HGETALL", k)
+        else:  # a hashtable's order is Redis's hash order
+            d.unordered("HGETALL", k)
+
+
+def test_cold_hashes_answer_as_redis(rq: ServerProcess, redis_srv: ServerProcess) -> None:
+    d = Diff(rq.port, redis_srv.port)
+    try:
+        keys = fill(d.rq)
+        fill(d.ref)
+        # a hashtable-encoded hash (a long value, and many fields) is never packed
+        for c in (d.rq, d.ref):
+            c.call_raw("HSET", "big:v", "f", "v" * 65)
+            c.call_raw("HSET", "big:n", *[x for j in range(600) for x in (b"f%d" % j, b"%d" % j)])
+        wait_packed(d.rq, keys)
+        assert d.rq.call_raw("DEBUG", "PACKED", "big:v") == b":0\r\n"
+        assert d.rq.call_raw("DEBUG", "PACKED", "big:n") == b":0\r\n"
+        assert d.rq.call_raw("DEBUG", "PACKED", "nope") == b"-ERR no such key\r\n"
+        for i, k in enumerate(keys):
+            assert d.rq.call_raw("DEBUG", "PACKED", k) == b":1\r\n", k
+            for cmd in OPS[i % len(OPS)](k):
+                d(*cmd)
+        # HRANDFIELD on cold hashes: a count at least the size gives the whole hash (order undefined)
+        for c in (d.rq, d.ref):
+            c.call_raw("DEL", *keys[:30])
+            fill(c, 30)
+        wait_packed(d.rq, keys[:30])
+        for k in keys[:30]:
+            d.unordered("HRANDFIELD", k, "1000", "WITHVALUES")
+        # everything read or written above goes cold again, with the same content
+        cli = redis.Redis(port=rq.port)
+        survivors = [k for k in cli.keys("h:*") if cli.object("encoding", k) == b"listpack"]
+        assert len(survivors) > N // 2
+        wait_packed(d.rq, survivors)
+        all_hashes(d, rq.port, redis_srv.port)
+        # MEMORY USAGE and DEBUG OBJECT (respqueue's own figures) read a cold hash as they read it hot
+        for k in survivors[:5]:
+            for cmd in (("MEMORY", "USAGE", k), ("DEBUG", "OBJECT", k)):
+                wait_packed(d.rq, [k])
+                cold = d.rq.call_raw(*cmd).split(b" ")[3:5] if cmd[0] == "DEBUG" else d.rq.call_raw(*cmd)
+                assert d.rq.call_raw("DEBUG", "PACKED", k) == b":0\r\n"  # (the first use unpacked it)
+                hot = d.rq.call_raw(*cmd).split(b" ")[3:5] if cmd[0] == "DEBUG" else d.rq.call_raw(*cmd)
+                assert cold == hot, (cmd, cold, hot)
+            assert hot[0] == b"encoding:listpack" and hot[1].startswith(b"serializedlength:"), hot
+        ch = d.rq.call_raw("DEBUG", "COLD-HASHES")
+        assert ch.startswith(b"*3\r\n"), ch
+    finally:
+        d.close()
+
+
+def _diff_keep(rq_port: int, ref_port: int) -> Diff:
+    """A Diff on both servers as they are (Diff() flushes them)."""
+    d = Diff.__new__(Diff)
+    d.rq, d.ref, d.log = RawConn(rq_port), RawConn(ref_port), []
+    return d
+
+
+def test_restart_keeps_cold_hashes(redis_srv: ServerProcess) -> None:
+    """Compacted hashes, and ones changed after compaction, survive a restart of the durable store."""
+    rq = start_respqueue("--durability", "durable", *DELAY)
+    try:
+        d = Diff(rq.port, redis_srv.port)
+        keys = fill(d.rq)
+        fill(d.ref)
+        wait_packed(d.rq, keys)
+        for k in keys[::3]:  # changed while cold (one command each, not yet cold again at the restart)
+            d("HINCRBY", k, "counter", "7")
+        for k in keys[1::3]:
+            d("HSET", k, "f0", "after")
+        d.close()
+        rq.stop()
+        rq2 = start_respqueue("--durability", "durable", *DELAY, workdir=rq.workdir)
+        try:
+            d = _diff_keep(rq2.port, redis_srv.port)
+            assert d.rq.call_raw("DBSIZE") == b":%d\r\n" % N
+            all_hashes(d, rq2.port, redis_srv.port)
+            wait_packed(d.rq, keys)  # (loaded packed; read above, so packed again later)
+            all_hashes(d, rq2.port, redis_srv.port)
+            d.close()
+        finally:
+            rq2.stop()
+    finally:
+        rq.stop()
+
+
+INTEROP = os.path.join(ROOT, "interop")
+NODE_OK = shutil.which("node") is not None and os.path.isdir(os.path.join(INTEROP, "node_modules", "bullmq"))
+
+ADD_JS = r"""
+const { Queue } = require('bullmq');
+(async () => {
+  const [port, from, n] = process.argv.slice(1).map(Number);
+  const q = new Queue('cold', { connection: { host: '127.0.0.1', port } });
+  const jobs = [];
+  for (let i = from; i < from + n; i++) jobs.push({ name: 'j', data: { i, s: 'x'.repeat(i % 40) }, opts: { jobId: 'j' + i } });
+  await q.addBulk(jobs);
+  await q.close();
+  console.log(JSON.stringify({ ok: true }));
+})().catch(e => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });
+"""
+
+WORK_JS = r"""
+const { Queue, Worker } = require('bullmq');
+(async () => {
+  const [port, n] = process.argv.slice(1).map(Number);
+  const connection = { host: '127.0.0.1', port };
+  const seen = [];
+  const w = new Worker('cold', async job => { seen.push([job.id, job.data.i, job.data.s.length, job.attemptsMade]);
+                                            return job.data.i * 2; }, { connection, concurrency: 5 });
+  await new Promise((res, rej) => { let done = 0; w.on('completed', () => { if (++done === n) res(); });
+                                    setTimeout(() => rej(new Error('timeout')), 60000).unref(); });
+  await w.close();
+  const q = new Queue('cold', { connection });
+  const done = await q.getJobs(['completed'], 0, -1);
+  const out = done.map(j => [j.id, j.returnvalue, j.data.i, j.name]).sort();
+  const counts = await q.getJobCounts('wait', 'active', 'completed', 'failed');
+  await q.close();
+  seen.sort();
+  console.log(JSON.stringify({ out, counts, seen }));
+})().catch(e => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });
+"""
+
+
+def _node(js: str, *args: Any) -> dict[str, Any]:
+    p = subprocess.run(["node", "-e", js, *map(str, args)], cwd=INTEROP, capture_output=True, text=True, timeout=120)
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        raise AssertionError(f"node printed no JSON (exit {p.returncode}): {p.stdout[-2000:]} {p.stderr[-2000:]}") from None
+    assert "error" not in out, out["error"]
+    return out
+
+
+@pytest.mark.skipif(not NODE_OK, reason="node and interop/node_modules/bullmq are needed")
+@pytest.mark.parametrize("mode", ["durable", "memory"])
+def test_bullmq_jobs_across_compaction(mode: str) -> None:
+    """Jobs added, left to go cold, more added, then all processed: the same outcome as on Redis, and the
+    cold ones were packed before a worker took them."""
+    rq = start_respqueue("--durability", mode, *DELAY)
+    ref = start_redis()
+    try:
+        outs = []
+        for srv in (ref, rq):
+            _node(ADD_JS, srv.port, 0, 120)
+            if srv is rq:
+                c = RawConn(rq.port)
+                wait_packed(c, [b"bull:cold:j%d" % i for i in range(120)])
+                c.close()
+            _node(ADD_JS, srv.port, 120, 80)  # hot: taken right after they were added
+            outs.append(_node(WORK_JS, srv.port, 200))
+        assert outs[1] == outs[0]
+        assert len(outs[0]["out"]) == 200
+        assert outs[0]["out"][0][1] == outs[0]["out"][0][2] * 2
+    finally:
+        rq.stop()
+        ref.stop()
+
+
+HOT_JS = r"""
+const { Queue, Worker } = require('bullmq');
+(async () => {
+  const [port, n] = process.argv.slice(1).map(Number);
+  const connection = { host: '127.0.0.1', port };
+  const q = new Queue('hot', { connection });
+  let done = 0;
+  const finished = new Promise((res, rej) => {
+    const w = new Worker('hot', async job => job.data.i, { connection, concurrency: 10 });
+    w.on('completed', () => { if (++done === n) w.close().then(res); });
+    setTimeout(() => rej(new Error('timeout')), 60000).unref();
+  });
+  for (let i = 0; i < n; i++) await q.add('j', { i }, { removeOnComplete: true });
+  await finished;
+  const counts = await q.getJobCounts('wait', 'active', 'completed', 'failed');
+  await q.close();
+  console.log(JSON.stringify({ done, counts }));
+})().catch(e => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });
+"""
+
+
+@pytest.mark.skipif(not NODE_OK, reason="node and interop/node_modules/bullmq are needed")
+@pytest.mark.parametrize("mode", ["durable", "memory"])
+def test_hot_jobs_are_never_packed(mode: str) -> None:
+    """Jobs taken as soon as they are added (and removed on completion) are never packed, with the
+    default delay: at most the queue's meta hash and the like go cold."""
+    rq = start_respqueue("--durability", mode)
+    try:
+        out = _node(HOT_JS, rq.port, 150)
+        assert out["done"] == 150 and out["counts"]["wait"] == 0, out
+        time.sleep(1.6)  # past the delay: every noted hash is due
+        c = redis.Redis(port=rq.port)
+        compacted, pending, delay = c.execute_command("DEBUG", "COLD-HASHES")
+        assert delay == 1000
+        assert compacted <= 3, compacted
+        # a hash written every 50 ms for 2.5 s (well past the delay) is never packed meanwhile; once
+        # left alone, it is
+        c.hset("kept:hot", "n", 0)
+        end = time.time() + 2.5
+        i = 0
+        while time.time() < end:
+            assert c.execute_command("DEBUG", "PACKED", "kept:hot") == 0, i
+            i += 1
+            c.hset("kept:hot", "n", i)
+            time.sleep(0.05)
+        deadline = time.time() + 30
+        while c.execute_command("DEBUG", "PACKED", "kept:hot") != 1:
+            assert time.time() < deadline, "never went cold"
+            time.sleep(0.1)
+        assert c.hgetall("kept:hot") == {b"n": b"%d" % i}
+        c.close()
+    finally:
+        rq.stop()
