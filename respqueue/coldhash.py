@@ -2,7 +2,8 @@
 
 A waiting BullMQ job is a small hash that is written once (by addJob) and then left alone until a worker
 takes it, maybe much later. As a ``dict`` of ``bytes`` it costs ~600 bytes more than its packed form (the
-msgpack ``[hashtable?, {field: value}]`` the store's row holds), so a listpack-encoded hash that was not
+msgpack ``[hashtable?, {field: value}]`` the store's row holds), so a small hash (listpack-encoded, or a hashtable of at most
+``MAX_FIELDS`` fields: BullMQ jobs whose data or opts exceed 64 bytes are hashtables) that was not
 touched for ``hash_compact_delay`` ms (``--hash-compact-delay``, default 1000; 0 turns this off) goes
 back to the packed form of :meth:`Hash.from_blob`, the one a hash loaded from the store has; its first
 use unpacks it (``Hash.__getattr__``), so every reader (hash commands, Lua, BullMQ's native scripts,
@@ -31,6 +32,7 @@ import msgpack
 from .types import hash as hash_mod
 from .types.hash import Hash, PackedHash
 
+MAX_FIELDS = 128  # a hashtable-encoded hash with more fields stays unpacked (as the journal's one-row hashes)
 SLICE_S = 0.008  # at most this much compaction work per cron tick
 # sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
 # the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
@@ -107,7 +109,7 @@ class ColdHashes:
             d = h.d
         except AttributeError:
             return False
-        if h.ht or not d:
+        if not d or (h.ht and len(d) > MAX_FIELDS):
             return False
         if entry is not None:
             blob, k = entry
@@ -115,7 +117,7 @@ class ColdHashes:
                 self.skipped += 1
                 return False  # changed since the journal packed it: noted again when it is written
         else:
-            blob = _pack([False, d])
+            blob = _pack([h.ht, d])
         h._blob = blob
         del h.d
         del h.ht

@@ -574,7 +574,7 @@ class Journal:
                     v._jkey = None
                     v._jlog = None
                     kup.append((dbi, key, "hash", exp, ver, blob))
-                    if self.cold is not None and v._blob is None and not v.ht:
+                    if self.cold is not None and v._blob is None:
                         self.cold.cur[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
                     continue
             if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
