@@ -57,4 +57,3 @@ def test_served_reader_reply_after_writer_reply(durable):
     finally:
         for c in (ctl, reader, writer):
             c.close()
-
