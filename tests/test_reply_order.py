@@ -3,17 +3,30 @@
 A blocked client served by a write reads (or pops) data of the journal's open batch: its reply waits
 for that batch's commit, like the writer's, and is written after the writer's. Checked from the
 receiving side: when the served client's socket turns readable, the writer's socket already is
-(loopback delivers a write into the peer's receive queue within the send call).
+(loopback delivers a write into the peer's receive queue within the send call); and with real Node
+clients (interop/bullmq/reply_order.js): ioredis XREAD BLOCK / XADD, and BullMQ's QueueEvents 'added'
+against `await queue.add()`.
+
+Redis itself writes the served client's reply first (it queues clients with pending output at the head
+of its list, so the last one served is written first): there the reader always wins, and the Node
+checks run against redis-server only to see that the script works, not for the order.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import select
+import shutil
+import subprocess
 import time
 
 import pytest
 
-from .servers import RawConn, start_respqueue
+from .servers import ROOT, RawConn, start_respqueue
+
+INTEROP = os.path.join(ROOT, "interop")
+HAVE_NODE = shutil.which("node") is not None and os.path.isdir(os.path.join(INTEROP, "node_modules", "bullmq"))
 
 ROUNDS = 25
 
@@ -57,3 +70,30 @@ def test_served_reader_reply_after_writer_reply(durable):
     finally:
         for c in (ctl, reader, writer):
             c.close()
+
+
+def _node(mode: str, port: int, rounds: int = 20) -> dict:
+    p = subprocess.run(
+        ["node", os.path.join("bullmq", "reply_order.js"), str(port), mode, str(rounds)],
+        cwd=INTEROP,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    try:
+        out = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(
+            f"reply_order.js {mode} printed no JSON (exit {p.returncode}): {p.stdout} {p.stderr}"
+        ) from None
+    assert "error" not in out, out["error"]
+    return out
+
+
+@pytest.mark.skipif(not HAVE_NODE, reason="run `npm ci` in interop/ (and install node) for the Node checks")
+@pytest.mark.parametrize("mode", ["xread", "events"])
+def test_node_sees_writer_reply_first(mode, durable, redis_ref):
+    """Old code: the reader came first in every round (its reply was not held for the commit)."""
+    assert _node(mode, redis_ref.port, 3)["rounds"] == 3
+    out = _node(mode, durable.port)
+    assert out == {"rounds": 20, "readerFirst": 0}
