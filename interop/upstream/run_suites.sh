@@ -8,7 +8,7 @@
 #   WORK=/work/ext/bullmq   where BullMQ is checked out (default); reused if already there
 #   OUT=/tmp/upstream-logs  where the logs go (node-<target>.log, python-<target>.log)
 #   VITEST_ARGS=...         extra vitest arguments (e.g. a file or -t 'a test name')
-#   PYTEST_ARGS=...         extra pytest arguments
+#   PYTEST_ARGS=...         extra pytest arguments (the run uses -o timeout_method=signal, see below)
 #
 # Each suite runs in a network namespace of its own (unshare -rn) with the server on 127.0.0.1:6379,
 # the port both suites default to (the Python tests and a few Node tests ignore REDIS_PORT), so nothing
@@ -66,7 +66,9 @@ run_one() {  # suite target
   if [ "$suite" = node ]; then
     tests="cd '$WORK' && REDIS_HOST=127.0.0.1 REDIS_PORT=6379 timeout 3000 npx vitest run --no-file-parallelism ${VITEST_ARGS:-}"
   else
-    tests="cd '$WORK/python' && PYTHONPATH='$WORK/python' timeout 3000 python -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests"
+    # pytest.ini's timeout_method=thread ends the whole run at the first test over 30 s: with the
+    # signal method only that test fails, so the run gives a count
+    tests="cd '$WORK/python' && PYTHONPATH='$WORK/python' timeout 3000 python -m pytest -p no:cacheprovider -o timeout_method=signal -rfE ${PYTEST_ARGS:-} tests"
   fi
   echo "running the $suite suite against $target -> $log"
   # shellcheck disable=SC2016
@@ -81,6 +83,7 @@ run_one() {  # suite target
     set +e
     ( '"$tests"' )
     rc=$?
+    echo "exit status $rc"
     kill $spid; wait $spid 2>/dev/null
     exit $rc
   ' > "$log" 2>&1 || true
@@ -88,7 +91,7 @@ run_one() {  # suite target
   if [ "$suite" = node ]; then
     sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ +(Test Files|Tests|Errors) ' || tail -5 "$log"
   else
-    tail -1 "$log"
+    grep -E '^=+ .*(passed|failed).* =+$' "$log" || tail -3 "$log"
   fi
   rm -rf "$data"
 }
