@@ -66,10 +66,9 @@ run_one() {  # suite target
   if [ "$suite" = node ]; then
     tests="cd '$WORK' && REDIS_HOST=127.0.0.1 REDIS_PORT=6379 timeout 3000 npx vitest run --no-file-parallelism ${VITEST_ARGS:-}"
   else
-    # pytest.ini's timeout_method=thread ends the whole run at the first test over 30 s (and the
-    # signal method can end it with an INTERNALERROR when SIGALRM lands in pytest's own code): so
-    # each test runs in a pytest of its own, under the suite's own settings
-    tests="cd '$WORK/python' && export PYTHONPATH='$WORK/python' && python -m pytest -p no:cacheprovider --collect-only -q ${PYTEST_ARGS:-} tests | grep '::' > ids.txt; while read -r id; do if timeout 120 python -m pytest -p no:cacheprovider -q \"\$id\" > one.log 2>&1; then echo \"PASSED \$id\"; else echo \"FAILED \$id\"; tail -25 one.log; fi; done < ids.txt; rm -f ids.txt one.log"
+    # pytest.ini's timeout_method=thread ends the whole run at the first test over 30 s: pytest_resume.py
+    # counts that test as failed and carries on with the ones after it (see there)
+    tests="cd '$WORK/python' && PYTHONPATH='$WORK/python' timeout 3000 python '$ROOT/interop/upstream/pytest_resume.py' ${PYTEST_ARGS:-} tests"
   fi
   echo "running the $suite suite against $target -> $log"
   # shellcheck disable=SC2016
