@@ -91,8 +91,8 @@ run_one() {  # suite target
   if [ "$suite" = node ]; then
     sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ +(Test Files|Tests|Errors) ' || tail -5 "$log"
   else
-    grep -E '^FAILED ' "$log" || true
-    echo "passed $(grep -c '^PASSED ' "$log")  failed $(grep -c '^FAILED ' "$log")"
+    grep -E '^FAILED tests/\S+$' "$log" || true
+    grep -E '^passed [0-9]+  failed [0-9]+' "$log" | tail -1
   fi
   rm -rf "$data"
 }
