@@ -5,7 +5,12 @@
 // Usage: node active_race.js PORT [ROUNDS]
 // Prints JSON {rounds, early, missed}: `early` counts rounds in which 'active' came before the add
 // resolved (seen by a listener registered up front), `missed` those in which the late listener (the
-// upstream test's) did not see 'active' within 3 s.
+// upstream test's) did not see 'active' within 3 s. The Queue and the Worker share one ioredis client,
+// as upstream: the add and the worker's first moveToActive travel pipelined on one socket, and when
+// their replies reach Node in one read, ioredis resolves the moveToActive chain (fewer promise hops)
+// before the add's, whatever the server. Redis rarely lets that happen (it answers the add before the
+// worker's commands are sent); durable respqueue answers it after its commit, by which time they often
+// are. A measurement, not a test (it is racy on Redis too).
 'use strict';
 const { Queue, Worker } = require('bullmq');
 
