@@ -459,12 +459,13 @@ class ClientConnection(asyncio.Protocol, Client):
         self.close_after_reply()
 
     # ---- output ---------------------------------------------------------
-    def journal_hold(self) -> None:
+    def journal_hold(self, last: bool = False) -> None:
         """This connection's last command wrote: its output from here on waits
-        for the commit of the journal's open batch (earlier output does not)."""
+        for the commit of the journal's open batch (earlier output does not).
+        ``last``: released after the output other connections hold so far (see Journal.hold)."""
         if self.held is None:
             self.held = deque()
-        self.hold_bid = self.server.journal.hold(self)
+        self.hold_bid = self.server.journal.hold(self, last)
 
     def release_held(self, committed: int, error: bytes | None) -> bool:
         """Write the held output whose batch has committed (batch ``committed``);
@@ -534,11 +535,13 @@ class ClientConnection(asyncio.Protocol, Client):
 
     def unblocked_with(self, r: Any, wrote: bool = False) -> None:
         """Called by the server when the blocked command produced its reply (``wrote``: it changed
-        the data and the reply is held for the commit; a failed commit turns it into the error)."""
-        if wrote and self.held is not None:
+        the data and the reply is held for the commit; a failed commit turns it into the error). A
+        connection holding output (server.handle_ready_keys holds every client it serves in durable
+        mode) has the reply queued behind it, for the batch it holds."""
+        if self.held is not None:
             out: list[bytes] = []
             encode(r, out, self.resp == 3)
-            self.held.append((self.hold_bid, b"".join(out), True))
+            self.held.append((self.hold_bid, b"".join(out), wrote))
         else:
             self.reply(r)
         self.resume()

@@ -180,9 +180,12 @@ class Server:
                     if type(r) is Block:
                         continue
                     self.unblock_client(c)
-                    wrote = self.dirty != d0 and self.journal is not None and self.journal.durable
-                    if wrote:
-                        c.journal_hold()
+                    durable = self.journal is not None and self.journal.durable
+                    wrote = self.dirty != d0 and durable
+                    if durable:
+                        # what it read (or wrote) is in the open batch, not committed yet: its reply
+                        # waits for that commit and goes out after the reply of the write that served it
+                        c.journal_hold(last=True)
                     c.unblocked_with(r, wrote)
                     if key not in db.data:
                         break

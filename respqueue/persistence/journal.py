@@ -140,9 +140,10 @@ class Journal:
         self._timer: asyncio.TimerHandle | None = None
         self.inflight: tuple[int, list[tuple[str, Any, bool]], int] | None = None
         self.failed_ops: list[tuple[str, Any, bool]] | None = None
-        # connections holding output, in the order they first held it: released in
-        # that order, as their replies would have been written
-        self.waiters: dict[Any, None] = {}
+        # connections holding output -> the last batch they wrote in, in the order of their first
+        # write in that batch: released in that order, as their replies would have been written (a
+        # writer before the blocked clients its write served, whatever they held for earlier batches)
+        self.waiters: dict[Any, int] = {}
         self.hold_max = 0  # the last batch a connection holds output for
         self.last_commit_time = time.time()
         self.commits = 0
@@ -305,11 +306,16 @@ class Journal:
         elif self._timer is None:
             self._timer = loop.call_later(self.buffer_ms / 1000.0, self._close)
 
-    def hold(self, conn: Any) -> int:
+    def hold(self, conn: Any, last: bool = False) -> int:
         """``conn`` wrote in the open batch: it waits for that batch's commit,
-        whose id is returned (its output is tagged with it)."""
-        self.waiters[conn] = None
-        self.hold_max = self.open_id
+        whose id is returned (its output is tagged with it). ``last``: it goes after every
+        connection holding output so far (a blocked client served by their write)."""
+        bid = self.open_id
+        w = self.waiters
+        if last or w.get(conn) != bid:
+            w.pop(conn, None)
+            w[conn] = bid
+        self.hold_max = bid
         if not self.scheduled:
             self._schedule()
         return self.open_id
