@@ -439,14 +439,13 @@ class ClientConnection(asyncio.Protocol, Client):
                 encode(r, out, self.resp == 3)
                 self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
                 out.clear()
-            server.journal.poll()
         elif r is not NO_REPLY:
             encode(r, out, self.resp == 3)
         if server.ready_keys:
             if out:
                 self.write(b"".join(out))
                 out.clear()
-            server.handle_ready_keys()
+            server.handle_ready_keys(self)
         if self.closing:
             return False
         return True

@@ -153,8 +153,10 @@ class Server:
                 if not q:
                     del db.blocking[key]
 
-    def handle_ready_keys(self) -> None:
-        """Serve clients blocked on keys that changed, first come first served."""
+    def handle_ready_keys(self, writer: Any = None) -> None:
+        """Serve clients blocked on keys that changed, first come first served. ``writer``: the connection
+        whose command made the keys ready; in durable mode its held reply goes out after theirs, in the
+        order Redis writes them (a served client is linked at the head of clients_pending_write)."""
         from .dispatch import Block, call, resolve
 
         while self.ready_keys:
@@ -184,11 +186,14 @@ class Server:
                     wrote = self.dirty != d0 and durable
                     if durable:
                         # what it read (or wrote) is in the open batch, not committed yet: its reply
-                        # waits for that commit and goes out after the reply of the write that served it
+                        # waits for that commit
                         c.journal_hold(last=True)
                     c.unblocked_with(r, wrote)
                     if key not in db.data:
                         break
+        j = self.journal
+        if writer is not None and j is not None and j.durable and writer.held and writer.hold_bid == j.open_id:
+            writer.journal_hold(last=True)  # released after the clients it served
 
     def unblock_by_id(self, client_id: int, error: bool) -> bool:
         c = self.clients.get(client_id)
