@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import hiredis
@@ -81,7 +83,17 @@ def start_respqueue(
     workdir = workdir or tempfile.mkdtemp(prefix="rq-")
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(port), "--dir", os.path.join(workdir, "data"), *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "respqueue",
+        "serve",
+        "--port",
+        str(port),
+        "--dir",
+        os.path.join(workdir, "data"),
+        *extra,
+    ]
     return ServerProcess(argv, port, workdir, env)
 
 
@@ -98,7 +110,20 @@ def start_redis(*extra: str, debug_command: str | None = "local") -> ServerProce
     workdir = tempfile.mkdtemp(prefix="redis-")
     if debug_command is not None and "--enable-debug-command" not in extra:
         extra = ("--enable-debug-command", debug_command, *extra)
-    argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir, *extra]
+    argv = [
+        exe,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        workdir,
+        *extra,
+    ]
     return ServerProcess(argv, port, workdir)
 
 
@@ -200,3 +225,17 @@ def chromium_cmd(exe: str, profile: str, *extra: str) -> list[str]:
         f"--user-data-dir={profile}",
         *extra,
     ]
+
+
+@contextlib.contextmanager
+def env_var(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` for the block (servers started in it inherit it), then as it was."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old

@@ -17,21 +17,16 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import start_redis
+from .servers import env_var, start_redis
 from .test_persistence import Node, snapshot
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _job_rows_on() -> Iterator[None]:
-    """Job rows are opt-in (RESPQUEUE_JOB_ROWS=on): every server this module starts has them, unless a test
+    """Every server this module starts has job rows (RESPQUEUE_JOB_ROWS=on, the default), unless a test
     sets the variable itself."""
-    old = os.environ.get("RESPQUEUE_JOB_ROWS")
-    os.environ["RESPQUEUE_JOB_ROWS"] = "on"
-    yield
-    if old is None:
-        os.environ.pop("RESPQUEUE_JOB_ROWS", None)
-    else:
-        os.environ["RESPQUEUE_JOB_ROWS"] = old
+    with env_var("RESPQUEUE_JOB_ROWS", "on"):
+        yield
 
 
 @pytest.fixture

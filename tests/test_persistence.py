@@ -19,7 +19,7 @@ import redis
 
 from respqueue.persistence.journal import CHUNK_MAX, LIST_COMPACT_MAX
 
-from .servers import ROOT, free_port, start_respqueue
+from .servers import ROOT, env_var, free_port, start_respqueue
 
 # a tail that keeps a list above LIST_COMPACT_MAX, so it is stored a row per item (positions)
 PAD = [f"pad{i}".encode() for i in range(LIST_COMPACT_MAX + 1)]
@@ -55,13 +55,8 @@ class Node:
 def _generic_rows() -> Iterator[None]:
     """This module's servers keep BullMQ's state containers as generic rows (RESPQUEUE_JOB_ROWS=off), so both
     layouts stay covered: job rows, the default, in tests/test_job_rows.py, test_crash.py and the rest."""
-    old = os.environ.get("RESPQUEUE_JOB_ROWS")
-    os.environ["RESPQUEUE_JOB_ROWS"] = "off"
-    yield
-    if old is None:
-        os.environ.pop("RESPQUEUE_JOB_ROWS", None)
-    else:
-        os.environ["RESPQUEUE_JOB_ROWS"] = old
+    with env_var("RESPQUEUE_JOB_ROWS", "off"):
+        yield
 
 
 @pytest.fixture

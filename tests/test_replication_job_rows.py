@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from .servers import ROOT, ServerProcess, redis_server_path, start_respqueue
+from .servers import ROOT, ServerProcess, env_var, redis_server_path, start_respqueue
 from .test_replication import cli, dump_all, in_sync, start_replica, until
 
 pytestmark = pytest.mark.skipif(redis_server_path() is None, reason="redis-server is not installed")
@@ -24,13 +24,8 @@ INTEROP = os.path.join(ROOT, "interop")
 @pytest.fixture(scope="module", autouse=True)
 def _job_rows_on() -> Iterator[None]:
     """Every server this module starts stores BullMQ jobs as job rows, whatever the default."""
-    old = os.environ.get("RESPQUEUE_JOB_ROWS")
-    os.environ["RESPQUEUE_JOB_ROWS"] = "on"
-    yield
-    if old is None:
-        os.environ.pop("RESPQUEUE_JOB_ROWS", None)
-    else:
-        os.environ["RESPQUEUE_JOB_ROWS"] = old
+    with env_var("RESPQUEUE_JOB_ROWS", "on"):
+        yield
 
 
 @pytest.fixture
