@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..scripts import Ctx, native
-from .add_standard_job import _ADD_ARGV, _ADD_OPTS, AddVariant, add_standard_job
+from .add_standard_job import AddVariant, add_layout, add_standard_job
 from .helpers import _writes_events
 
 #: addDelayedJob (6.x): KEYS marker meta id delayed completed events
@@ -18,24 +18,15 @@ def _accept_delayed(numkeys: int, lay: dict[str, Any]) -> Any:
     """addDelayedJob's native path (addStandardJob's implementation with a delayed variant): the releases whose
     keys name the roles it uses and whose main code adds the job with addDelayedJob(getDelayedScore, ZADD,
     XADD delayed, addDelayMarkerIfNeeded)."""
-    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+    got = add_layout(numkeys, lay, _DELAYED_KEY_ROLES, {"marker", "meta", "id", "delayed", "events"},
+                     "2 custom id use custom instead of one generated automatically")
+    if got is None:
         return None
-    names = lay.get("keys", [])
-    if len(names) != numkeys or any(n not in _DELAYED_KEY_ROLES for n in names):
-        return None
-    pos = {_DELAYED_KEY_ROLES[n]: i for i, n in enumerate(names)}
-    if not {"marker", "meta", "id", "delayed", "events"} <= set(pos):
-        return None
-    fields = lay.get("argv_fields", {}).get("ARGV1", [])
-    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
-    if fields[:4] != ["1 key prefix", "2 custom id use custom instead of one generated automatically", "3 name",
-                      "4 timestamp"] or len(rjk) != 1 or rjk[0] not in (7, 8):
-        return None
-    calls = set(lay.get("calls", ()))
+    pos, rjk, calls = got
     need = {"main>addDelayedJob", "addDelayedJob>getDelayedScore", "addDelayedJob>addDelayMarkerIfNeeded"}
     if not need <= calls or not _writes_events(lay, ("event|added|jobId|?|name|?", "event|delayed|jobId|?|delay|?")):
         return None
-    v = AddVariant(-1, -1, pos["meta"], pos["id"], None, pos["events"], pos["marker"], numkeys, rjk[0], False,
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], None, pos["events"], pos["marker"], numkeys, rjk, False,
                    False, delayed=pos["delayed"])
     return True if v == DELAYED_V6 else v
 

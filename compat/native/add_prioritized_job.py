@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..scripts import Ctx, native
-from .add_standard_job import _ADD_ARGV, _ADD_EVENTS, _ADD_OPTS, AddVariant, add_standard_job
+from .add_standard_job import _ADD_EVENTS, AddVariant, add_layout, add_standard_job
 from .helpers import _writes_events
 
 #: addPrioritizedJob (6.x): KEYS marker meta id prioritized delayed completed active events pc
@@ -18,23 +18,13 @@ _PRIO_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "prioritized"
 def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
     """addPrioritizedJob's native path (the addStandardJob implementation with a prioritized variant): the
     releases whose keys name the roles it uses and whose main code checks isQueuePausedOrMaxed (5.9+)."""
-    if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
+    got = add_layout(numkeys, lay, _PRIO_KEY_ROLES, {"marker", "meta", "id", "prioritized", "active", "events", "pc"})
+    if got is None:
         return None
-    names = lay.get("keys", [])
-    if len(names) != numkeys or any(n not in _PRIO_KEY_ROLES for n in names):
-        return None
-    pos = {_PRIO_KEY_ROLES[n]: i for i, n in enumerate(names)}
-    if not {"marker", "meta", "id", "prioritized", "active", "events", "pc"} <= set(pos):
-        return None
-    fields = lay.get("argv_fields", {}).get("ARGV1", [])
-    rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
-    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
-            or len(rjk) != 1 or rjk[0] not in (7, 8):
-        return None
-    calls = set(lay.get("calls", ()))
+    pos, rjk, calls = got
     if not _writes_events(lay, _ADD_EVENTS) or not {"main>isQueuePausedOrMaxed", "main>addJobWithPriority"} <= calls:
         return None
-    v = AddVariant(-1, -1, pos["meta"], pos["id"], pos["active"], pos["events"], pos["marker"], numkeys, rjk[0],
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], pos["active"], pos["events"], pos["marker"], numkeys, rjk,
                    False, False, prio=pos["prioritized"], pc=pos["pc"])
     return True if v == PRIO_V6 else v
 

@@ -77,22 +77,38 @@ _MAX_DELAYED_TS = 2**53 // 0x1000 - 1  # (ts + 1) * 4096 - 1 stays an exact inte
 _MAX_PRIORITY = 2**21  # BullMQ's limit; priority * 2**32 + counter stays an exact integer below 2**53
 
 
-def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
-    """addStandardJob's native path for a release whose documented keys/args and msgpack fields it knows."""
+ID_FIELD = "2 custom id will not generate one automatically"  # ARGV[1]'s second field, as documented
+
+
+def add_layout(
+    numkeys: int, lay: dict[str, Any], roles: dict[str, str], need: set[str], id_field: str = ID_FIELD
+) -> tuple[dict[str, int], int, set[str]] | None:
+    """What the add scripts' native paths share of a release's layout (compat/script_table.py): the
+    documented ARGV and msgpacked options, every key a known role (``roles``: documented name -> role, with
+    every role of ``need``), ARGV[1]'s first fields (the second documented as ``id_field``) and the repeat job
+    key's slot. Returns (role -> key
+    index, repeat job key's field index, the script's calls), or None when the layout is another."""
     if lay.get("argv") != _ADD_ARGV or not set(lay.get("unpacked", {}).get("ARGV3", ())) <= _ADD_OPTS:
         return None
     names = lay.get("keys", [])
-    if len(names) != numkeys or any(n not in _ADD_KEY_ROLES for n in names):
+    if len(names) != numkeys or any(n not in roles for n in names):
         return None
-    pos = {_ADD_KEY_ROLES[n]: i for i, n in enumerate(names)}
-    if not {"wait", "paused", "meta", "id", "events", "marker"} <= set(pos):
+    pos = {roles[n]: i for i, n in enumerate(names)}
+    if not need <= set(pos):
         return None
     fields = lay.get("argv_fields", {}).get("ARGV1", [])
     rjk = [i for i, f in enumerate(fields) if f.endswith("repeat job key")]
-    if fields[:4] != ["1 key prefix", "2 custom id will not generate one automatically", "3 name", "4 timestamp"] \
-            or len(rjk) != 1 or rjk[0] not in (7, 8):
+    if fields[:4] != ["1 key prefix", id_field, "3 name", "4 timestamp"] or len(rjk) != 1 or rjk[0] not in (7, 8):
         return None
-    calls = set(lay.get("calls", ()))
+    return pos, rjk[0], set(lay.get("calls", ()))
+
+
+def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
+    """addStandardJob's native path for a release whose documented keys/args and msgpack fields it knows."""
+    got = add_layout(numkeys, lay, _ADD_KEY_ROLES, {"wait", "paused", "meta", "id", "events", "marker"})
+    if got is None:
+        return None
+    pos, rjk, calls = got
     if not _writes_events(lay, _ADD_EVENTS):
         return None
     paused_list = "main>getTargetQueueList" in calls
@@ -101,7 +117,7 @@ def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
     # 5.60+'s getTargetQueueList reads meta's rate-limit fields too (the only 4-field HMGET of meta there)
     meta4 = paused_list and "HMGET|paused|concurrency|max|duration" in lay.get("hash_reads", ())
     v = AddVariant(pos["wait"], pos["paused"], pos["meta"], pos["id"], pos.get("active"), pos["events"],
-                   pos["marker"], numkeys, rjk[0], paused_list, "main>addJobInTargetList" not in calls,
+                   pos["marker"], numkeys, rjk, paused_list, "main>addJobInTargetList" not in calls,
                    _META4 if meta4 else ADD_V6.meta_fields)
     return True if v == ADD_V6 else v
 
