@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from .servers import ROOT, RawConn, ServerProcess, wait_port
+from .servers import ROOT, RawConn, ServerProcess, redis_argv, wait_port
 
 
 def _free(port: int) -> bool:
@@ -36,17 +36,7 @@ def free_port_range(n: int, bus: bool = False) -> int:
 def redis_cluster_node_argv(exe: str, port: int, workdir: str) -> list[str]:
     """The command line of one real Redis Cluster node on loopback, without persistence (tests and benchmarks)."""
     return [
-        exe,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        workdir,
+        *redis_argv(exe, port, workdir),
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",

@@ -110,21 +110,12 @@ def start_redis(*extra: str, debug_command: str | None = "local") -> ServerProce
     workdir = tempfile.mkdtemp(prefix="redis-")
     if debug_command is not None and "--enable-debug-command" not in extra:
         extra = ("--enable-debug-command", debug_command, *extra)
-    argv = [
-        exe,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        workdir,
-        *extra,
-    ]
-    return ServerProcess(argv, port, workdir)
+    return ServerProcess([*redis_argv(exe, port, workdir), *extra], port, workdir)
+
+
+def redis_argv(exe: str, port: int, workdir: str) -> list[str]:
+    """A reference redis-server on loopback without persistence, its files in ``workdir``."""
+    return [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir]
 
 
 def encode_command(args: tuple[Any, ...] | list[Any]) -> bytes:
