@@ -8,11 +8,10 @@ import random
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-from .servers import ROOT, RawConn, ServerProcess, redis_argv, wait_port
+from .servers import RawConn, ServerProcess, redis_argv, respqueue_argv, respqueue_env, wait_port
 
 
 def _free(port: int) -> bool:
@@ -93,10 +92,7 @@ class RedisCluster:
             p.stop()
 
 
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
-    return e
+env = respqueue_env  # the cluster tests' name for it
 
 
 def write_cluster_file(path: str, ports: list[int], ranges: list[str]) -> None:
@@ -116,19 +112,7 @@ class Shards:
         self.dir = os.path.join(self.workdir, "data")
         self.log_path = os.path.join(self.workdir, "supervisor.log")
         self.log = open(self.log_path, "ab")
-        argv = [
-            sys.executable,
-            "-m",
-            "respqueue",
-            "serve",
-            "--port",
-            str(self.base),
-            "--dir",
-            self.dir,
-            "--shards",
-            str(n),
-            *extra,
-        ]
+        argv = respqueue_argv(self.base, self.dir, "--shards", str(n), *extra)
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.workdir, env=env())
         try:
             for p in self.ports:

@@ -81,20 +81,19 @@ def start_respqueue(
     if debug_command is not None and "--enable-debug-command" not in extra:
         extra = ("--enable-debug-command", debug_command, *extra)
     workdir = workdir or tempfile.mkdtemp(prefix="rq-")
+    return ServerProcess(respqueue_argv(port, os.path.join(workdir, "data"), *extra), port, workdir, respqueue_env())
+
+
+def respqueue_argv(port: int, datadir: str, *extra: str) -> list[str]:
+    """``respqueue serve`` on ``port`` with its data in ``datadir``, run by this interpreter."""
+    return [sys.executable, "-m", "respqueue", "serve", "--port", str(port), "--dir", datadir, *extra]
+
+
+def respqueue_env() -> dict[str, str]:
+    """This process's environment with this checkout first on PYTHONPATH (the server runs its code)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    argv = [
-        sys.executable,
-        "-m",
-        "respqueue",
-        "serve",
-        "--port",
-        str(port),
-        "--dir",
-        os.path.join(workdir, "data"),
-        *extra,
-    ]
-    return ServerProcess(argv, port, workdir, env)
+    return env
 
 
 def redis_server_path() -> str | None:

@@ -31,8 +31,9 @@ import time
 
 from respqueue.cluster.slots import key_slot, split_even
 from tests.cluster_servers import free_port_range, redis_cluster_node_argv
+from tests.servers import respqueue_argv, respqueue_env
 
-from .common import ROOT, Proc, machine, start_redis, start_respqueue, wait_port
+from .common import Proc, machine, start_redis, start_respqueue, wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "cluster_bench.js")
@@ -176,24 +177,10 @@ def rq_single(durability: str) -> Group:
 def rq_shards(n: int, durability: str) -> Group:
     base = free_port_range(n)
     wd = tempfile.mkdtemp(prefix="bench-shards-")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    argv = [
-        sys.executable,
-        "-m",
-        "respqueue",
-        "serve",
-        "--port",
-        str(base),
-        "--dir",
-        os.path.join(wd, "data"),
-        "--shards",
-        str(n),
-        "--durability",
-        durability,
-        "--log-level",
-        "warning",
-    ]
+    argv = respqueue_argv(
+        base, os.path.join(wd, "data"), "--shards", str(n), "--durability", durability, "--log-level", "warning"
+    )
+    env = respqueue_env()
     proc = subprocess.Popen(argv, cwd=wd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ports = [base + k for k in range(n)]
     for p in ports:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from tests.servers import free_port, wait_port
+from tests.servers import free_port, respqueue_argv, respqueue_env, wait_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,10 +52,7 @@ class Proc:
 
 def start_respqueue(*extra: str) -> Proc:
     port = free_port()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    argv = [sys.executable, "-m", "respqueue", "serve", "--port", str(port), "--dir", "data", "--log-level", "warning", *extra]
-    return Proc("respqueue", argv, port, env)
+    return Proc("respqueue", respqueue_argv(port, "data", "--log-level", "warning", *extra), port, respqueue_env())
 
 
 def start_redis(*extra: str) -> Proc:

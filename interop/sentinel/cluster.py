@@ -13,13 +13,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.servers import respqueue_argv, respqueue_env
+
 NAME = "mymaster"
 # Not 1000: Sentinel pings every min(down-after, 1000) ms and, when it switches to a new master, sends
 # the first PING to it only a period after creating the link, whose clock starts at creation; with
@@ -101,8 +101,7 @@ class Cluster:
         self.node_args = node_args
         self.nodes: dict[int, subprocess.Popen[bytes]] = {}
         self.sentinels: dict[int, subprocess.Popen[bytes]] = {}
-        self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = ROOT + os.pathsep + self.env.get("PYTHONPATH", "")
+        self.env = respqueue_env()
         master = free_port()
         self.start_node(master)
         for _ in range(replicas):
@@ -128,17 +127,7 @@ class Cluster:
     def start_node(self, port: int, replicaof: int | None = None) -> None:
         d = os.path.join(self.dir, f"node-{port}")
         os.makedirs(d, exist_ok=True)
-        argv = [
-            sys.executable,
-            "-m",
-            "respqueue",
-            "serve",
-            "--port",
-            str(port),
-            "--dir",
-            os.path.join(d, "data"),
-            *self.node_args,
-        ]
+        argv = respqueue_argv(port, os.path.join(d, "data"), *self.node_args)
         if replicaof is not None:
             argv += ["--replicaof", f"127.0.0.1 {replicaof}"]
         log = open(os.path.join(d, "server.log"), "ab")

@@ -355,11 +355,6 @@ class Journal:
             repl.on_submit(bid, ops)  # the batch is a frame of the replication stream
         self.store.submit(bid, ops)
 
-    def poll(self) -> None:
-        """Between two commands: take in a commit the writer has finished (see Store.poll)."""
-        if self.busy:
-            self.store.poll()
-
     def _done(self, bid: int, err: BaseException | None, ms: float) -> None:
         self.busy = False
         inflight = self.inflight

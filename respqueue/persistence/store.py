@@ -11,7 +11,6 @@ import asyncio
 import fcntl
 import os
 import queue
-import select
 import sqlite3
 import subprocess
 import sys
@@ -220,7 +219,6 @@ class Store:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._rbuf = bytearray()  # the writer process's output not yet read as whole frames
         # whether the writer process's pipe has something to read (see poll)
-        self._ready: Callable[[int], list[tuple[int, int]]] | None = None
         self.last_commit_ms = 0.0
 
     # ---- open / close ----------------------------------------------------
@@ -340,9 +338,6 @@ class Store:
         fd = child.stdout.fileno()
         os.set_blocking(fd, False)
         self._rbuf = bytearray()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        self._ready = poller.poll
         self._loop.add_reader(fd, self._on_results, child)
 
     def _on_results(self, child: subprocess.Popen[bytes]) -> None:
@@ -369,15 +364,6 @@ class Store:
             self._inflight = None
             self.last_commit_ms = ms
             self._done(bid, None if err is None else StoreWriteError(err), ms)
-
-    def poll(self) -> None:
-        """Report a batch the writer process has finished, if it has (called between commands, so a
-        busy loop releases the replies it committed without waiting for its next turn)."""
-        child = self._child
-        if self._inflight is not None and child is not None and self._ready is not None and self._ready(0):
-            # (a poll(2) that finds nothing costs a third of a read(2) that fails with EAGAIN: this
-            # runs after every write command)
-            self._on_results(child)
 
     def _reap(self, child: subprocess.Popen[bytes]) -> None:
         """The writer process ``child`` is gone (its pipe closed): stop reading it, and fail the
