@@ -29,10 +29,10 @@ from typing import Any
 
 import msgpack
 
+from .persistence.journal import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the journal's one-row hashes
 from .types import hash as hash_mod
 from .types.hash import Hash, PackedHash
 
-MAX_FIELDS = 128  # a hashtable-encoded hash with more fields stays unpacked (as the journal's one-row hashes)
 SLICE_S = 0.008  # at most this much compaction work per cron tick
 # sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
 # the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
