@@ -306,7 +306,9 @@ class HistoryCapture:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][5] = _s(u[1].get(b"pb"))
-        cached = self._get(ck)
+        cached = self._cur.get(ck)  # (self._get, inlined: this runs for every event)
+        if cached is None:
+            cached = self._old.get(ck)
         j = cached if type(cached) is _Job else None  # an active job's entry; else the bare hash
         src = h if h is not None else (j.h if j is not None else cached)
         # the hash's own dict when it is a plain Hash (no method call per field)
@@ -314,6 +316,13 @@ class HistoryCapture:
         sjid = jid.decode("utf-8", "replace")
         nm = g(b"name") if g is not None else None
         name = None if nm is None else nm.decode("utf-8", "replace")
+        if ev == b"retries-exhausted":
+            return  # always right after the final 'failed' event, which says the same
+        # the queue's open chunk (self._chunk's common case inlined: it is there, not full, and the
+        # journal still holds the open batch's rows)
+        ch = self._open.get(jbase) if self._rows is self.journal.row_ops else None
+        if ch is None or len(ch.events) >= CHUNK_MAX:
+            ch = self._chunk(jbase, prefix, queue)
         if ev == b"active":
             atm = (_i(g(b"atm")) or 0) if g is not None else 0
             if h is not None:
@@ -325,7 +334,7 @@ class HistoryCapture:
             if h is not None:
                 self._unresolved[ck] = (row, h)
             self.events += 1
-            self._chunk(jbase, prefix, queue).events.append(row)
+            ch.events.append(row)
             return
         attempt = worker = reason = rv_size = delay = None
         kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
@@ -338,7 +347,7 @@ class HistoryCapture:
             if rv is not None:
                 rv_size = len(rv)
             reason = _s(fr)
-            self._final(self._chunk(jbase, prefix, queue), sjid, kind, ms, g, h is not None, rv, fr)
+            self._final(ch, sjid, kind, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
             if cached is not None:
@@ -347,8 +356,14 @@ class HistoryCapture:
             if name is None:
                 name = _s(self._field(argv, rest, b"name"))
             if h is not None:
-                delay = _i(g(b"delay")) or None  # type: ignore[misc]
-                self._put(ck, h)
+                d = g(b"delay")  # type: ignore[misc]
+                if d is not None and d != b"0":
+                    delay = _i(d) or None
+                cur = self._cur  # (self._put, inlined)
+                cur[ck] = h
+                if len(cur) > CACHE_LIMIT:
+                    self._old = cur
+                    self._cur = {}
             if self.metrics is not None:
                 self.metrics.added(db.index, prefix, queue, ms)
         elif ev == b"waiting" or ev == b"delayed":
@@ -374,10 +389,8 @@ class HistoryCapture:
         elif ev == b"removed":
             if cached is not None:
                 self._drop(ck)
-        elif ev == b"retries-exhausted":
-            return  # always right after the final 'failed' event, which says the same
         self.events += 1
-        self._chunk(jbase, prefix, queue).events.append([ms, sjid, name, kind, attempt, worker, reason, rv_size, delay])
+        ch.events.append([ms, sjid, name, kind, attempt, worker, reason, rv_size, delay])
 
     @staticmethod
     def _field(argv: list[bytes], pos: int, name: bytes) -> bytes | None:
@@ -394,14 +407,33 @@ class HistoryCapture:
         """The job's final record (a ``job_final`` row) into the chunk ``ch``; ``g`` reads a field of its hash
         (None: the hash is unknown). ``recorded_ms`` is the chunk's."""
         if g is not None:
-            processed = _i(g(b"processedOn"))
-            finished = _i(g(b"finishedOn")) if live else None
+            # (_s and _i inlined for the common values: a decimal number, a str; this runs per finished job)
+            x = g(b"processedOn")
+            processed = int(x) if x is not None and x.isdigit() else _i(x)
+            finished = None
+            if live:
+                x = g(b"finishedOn")
+                finished = int(x) if x is not None and x.isdigit() else _i(x)
             if finished is None:
                 finished = max(ms, processed or 0)
-            row = [jid, _s(g(b"name")), _s(g(b"data")), _s(g(b"opts")), _i(g(b"timestamp")),
-                   _i(g(b"delay")), processed, finished, _i(g(b"atm")),
-                   _s(fr if fr is not None else g(b"failedReason")),
-                   _s(rv if rv is not None else g(b"returnvalue")), state]
+            nm = g(b"name")
+            data = g(b"data")
+            opts = g(b"opts")
+            ts = g(b"timestamp")
+            dl = g(b"delay")
+            atm = g(b"atm")
+            if fr is None:
+                fr = g(b"failedReason")
+            if rv is None:
+                rv = g(b"returnvalue")
+            row = [jid, None if nm is None else nm.decode("utf-8", "replace"),
+                   None if data is None else data.decode("utf-8", "replace"),
+                   None if opts is None else opts.decode("utf-8", "replace"),
+                   int(ts) if ts is not None and ts.isdigit() else _i(ts),
+                   int(dl) if dl is not None and dl.isdigit() else _i(dl), processed, finished,
+                   int(atm) if atm is not None and atm.isdigit() else _i(atm),
+                   None if fr is None else fr.decode("utf-8", "replace"),
+                   None if rv is None else rv.decode("utf-8", "replace"), state]
         else:
             row = [jid, None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state]
         self.finals += 1

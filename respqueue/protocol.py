@@ -434,7 +434,11 @@ class ClientConnection(asyncio.Protocol, Client):
             if out:
                 self.write(b"".join(out))
                 out.clear()
-            self.journal_hold()
+            j = server.journal
+            if self.held is None or self.hold_bid != j.open_id or not j.scheduled:
+                self.journal_hold()
+            # (else it holds for the open batch already, which is due: a pipeline of writes, such as
+            # BullMQ's addBulk, registers once per batch, not once per command)
             if r is not NO_REPLY:
                 encode(r, out, self.resp == 3)
                 self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]

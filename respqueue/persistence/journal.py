@@ -524,6 +524,7 @@ class Journal:
         kdel: list[tuple[int, bytes]] = []
         kup: list[tuple[Any, ...]] = []
         layout = self.layout
+        cold = self.cold.cur if self.cold is not None else None
         if layout is not None:
             layout.before(dirty, dbs, stored, append)
         for k, born in dirty.items():
@@ -562,21 +563,22 @@ class Journal:
                 continue
             if rt == _HASH and (old is None or v._jlog is None or v._jkey != k):
                 # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
-                blob = v.packed()
+                blob = v._blob  # (v.packed(): still packed since it was loaded or went cold)
                 if blob is None and (len(v) <= COMPACT_MAX_FIELDS or not v.ht):
                     blob = _pack(v.state())
                     if len(blob) > COMPACT_MAX_BYTES and v.ht:
                         blob = None
+                    elif cold is not None:
+                        cold[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
                 if blob is not None:
                     if old is not None:
                         del stored[k]
                         _drop_rows(append, old, k)
                     # (no _jkey: a hash without a change log is written whole; its key tuple is not kept)
-                    v._jkey = None
-                    v._jlog = None
+                    if v._jlog is not None or v._jkey is not None:
+                        v._jkey = None
+                        v._jlog = None
                     kup.append((dbi, key, "hash", exp, ver, blob))
-                    if self.cold is not None and v._blob is None:
-                        self.cold.cur[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
                     continue
             if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
                 # a small list is one row too: the whole list in keys.value (see LIST_COMPACT_MAX)
