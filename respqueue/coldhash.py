@@ -103,7 +103,7 @@ class ColdHashes:
         return done
 
     def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None) -> bool:
-        if h._blob is not None or h._ix is not None or h._jlog is not None:
+        if h._blob is not None or h._ix is not None or h.logs_changes:
             return False  # packed already; indexed (HSCAN/HRANDFIELD); kept as field rows
         try:
             d = h.d

@@ -131,23 +131,21 @@ def full_rows(ops: list[tuple[str, Any, bool]], k: tuple[int, bytes], v: Any, rt
     dbi, key = k
     if rt == b"hash":
         rows: list[Any] = [(dbi, key, f, x) for f, x in v.items()]
-        v._jlog = []
+        v.attach(k)
     elif rt == b"set":
         rows = [(dbi, key, m) for m in v.view()]
-        v._jlog = []
+        v.attach(k)
     elif rt == b"zset":
         rows = [(dbi, key, m, s) for s, m in v.items()]
-        v._jlog = []
-    elif rt == b"list":
         v.attach(k)
+    elif rt == b"list":
+        v.attach(k)  # positions 0, 1, ... (the rows' pos)
         rows = [(dbi, key, p, x) for p, x in v.positioned()]
     else:
-        v._jchunks = []
-        v._jnew = None
-        v._jlog = []
+        chunks: list[int] = []
+        v.attach(k, chunks)
         first = v.first_id()
-        rows = chunk_rows(dbi, key, v.live_flat(first), v._jchunks) if first is not None else []
-    v._jkey = k
+        rows = chunk_rows(dbi, key, v.live_flat(first), chunks) if first is not None else []
     if rows:
         ops.append((UPSERT[rt], rows, True))
 
@@ -258,8 +256,9 @@ def stream_delta_rows(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v:
     """Rows for an attached stream's changes since the last batch: the chunks wholly below its
     first live entry go, the chunks that held an XDEL'd entry are rewritten, and the entries
     appended since become new chunks."""
-    chunks: list[int] = v._jchunks
-    new = v._jnew
+    chunks: list[int] = v.stored_chunks
+    new = v.take_appended()
+    deleted = v.take_changes()  # the IDs XDEL'd
     first = v.first_id()
     dels: list[Any] = []
     ups: list[Any] = []
@@ -272,9 +271,9 @@ def stream_delta_rows(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v:
         if i0:
             dels.extend([_chunk_key(dbi, key, c) for c in chunks[:i0]])
             del chunks[:i0]
-        if v._jlog and chunks:
+        if deleted and chunks:
             touched = set()
-            for e in v._jlog:
+            for e in deleted:
                 if (new is None or e < new) and e >= chunks[0]:
                     touched.add(bisect_right(chunks, e) - 1)
             gone = []
@@ -289,9 +288,7 @@ def stream_delta_rows(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v:
                     gone.append(j)
             for j in reversed(gone):
                 del chunks[j]
-    v._jlog = []
     if new is not None:
-        v._jnew = None
         flat = v.live_flat(new)
         if flat:
             ups.extend(chunk_rows(dbi, key, flat, chunks))
@@ -343,8 +340,7 @@ def hash_from_fields(k: tuple[int, bytes], d: dict[bytes, bytes]) -> Hash:
     h.ht = bool(d) and (
         len(d) > HASH_MAX_ENTRIES or max(map(len, d)) > HASH_MAX_VALUE or max(map(len, d.values())) > HASH_MAX_VALUE
     )
-    h._jkey = k
-    h._jlog = []
+    h.attach(k)
     return h
 
 
@@ -354,16 +350,14 @@ hash_from_blob = Hash.from_blob  # a hash stored in one row, unpacked when first
 def set_from_members(k: tuple[int, bytes], members: set[bytes]) -> Set:
     """A set from its member rows, attached to ``k``."""
     v = Set.from_members(members)
-    v._jkey = k
-    v._jlog = []
+    v.attach(k)
     return v
 
 
 def zset_from_sorted(k: tuple[int, bytes], entries: list[tuple[float, bytes]]) -> ZSet:
     """A zset from its ``(score, member)`` rows in order, attached to ``k``."""
     v = ZSet.from_sorted(entries)
-    v._jkey = k
-    v._jlog = []
+    v.attach(k)
     return v
 
 
@@ -378,9 +372,7 @@ def list_from_items(k: tuple[int, bytes], values: Any, positions: Any = None, fi
     """A list stored a row per item: its values in order and their positions (None: consecutive
     integers from ``first``), attached to ``k``."""
     v = List(values)
-    v.attach(k, first)
-    if positions is not None:
-        v._p = deque(map(float, positions))
+    v.attach(k, first, None if positions is None else deque(map(float, positions)))
     return v
 
 
@@ -433,9 +425,7 @@ def stream_from_chunks(k: tuple[int, bytes], meta: bytes | None, chunks: list[tu
             if first is not None and i >= first:  # below: trimmed since the chunk was written
                 s.append(i, flat[j + 2])
     apply_stream_meta(s, meta)
-    s._jkey = k
-    s._jlog = []
-    s._jchunks = [c for c, _ in chunks]
+    s.attach(k, [c for c, _ in chunks])
     return s
 
 
@@ -446,8 +436,7 @@ def stream_from_entries(meta: bytes | None, entries: list[tuple[int, bytes]]) ->
     for i, blob in entries:
         s.append(i, msgpack.unpackb(blob, raw=True, use_list=True))
     apply_stream_meta(s, meta)
-    s._jkey = None
-    s._jlog = []
+    s.attach(None)
     return s
 
 

@@ -204,10 +204,10 @@ class Journal:
         # the containers moved with their data: re-key the attached ones
         for d in (a, b):
             for key, v in d.data.items():
-                if type(v) is not bytes and v._jkey is not None:
-                    old = v._jkey
-                    if old[0] in swap and old[1] == key:
-                        v._jkey = (d.index, key)
+                if type(v) is not bytes:
+                    old = v.journal_key
+                    if old is not None and old[0] in swap and old[1] == key:
+                        v.journal_key = (d.index, key)
         self.changes += 1
         if not self.scheduled:
             self._schedule()
@@ -507,21 +507,20 @@ class Journal:
             if old == _JOBS:  # kept as job rows (see compat/engine/layout.py): no element rows
                 kup.append((dbi, key, layout.row_type(rt), exp, ver, None))
                 continue
-            if rt == _HASH and (old is None or v._jlog is None or v._jkey != k):
+            if rt == _HASH and (old is None or not v.attached(k)):
                 # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
                 blob = hash_blob(v)
                 if blob is not None:
                     if old is not None:
                         del stored[k]
                         drop_rows(append, old, k)
-                    # (no _jkey: a hash without a change log is written whole; its key tuple is not kept)
-                    v._jkey = None
-                    v._jlog = None
+                    # (detached from any key: a hash without a change log is written whole; its key tuple is not kept)
+                    v.detach()
                     kup.append((dbi, key, "hash", exp, ver, blob))
                     if self.cold is not None and v._blob is None:
                         self.cold.cur[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
                     continue
-            if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
+            if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or not v.attached(k)):
                 # a small list is one row too: the whole list in keys.value (see LIST_COMPACT_MAX)
                 blob = list_blob(v)
                 if blob is not None:
@@ -531,7 +530,7 @@ class Journal:
                     v.detach(k)
                     kup.append((dbi, key, "list", exp, ver, blob))
                     continue
-            if v._jkey != k or old != rt or v._jlog is None or (rt == _STREAM and v._jchunks is None):
+            if old != rt or not v.attached(k):
                 if old is not None:
                     drop_rows(append, old, k)
                 full_rows(ops, k, v, rt)
@@ -539,9 +538,8 @@ class Journal:
             elif rt == _STREAM:
                 stream_delta_rows(ops, dbi, key, v)
             else:
-                jlog = v._jlog
+                jlog = v.take_changes()
                 if jlog:
-                    v._jlog = []
                     delta_rows(ops, dbi, key, rt, dict(jlog), jlog)
             meta = stream_meta(v) if rt == _STREAM else None
             kup.append((dbi, key, TYPE_NAME[rt], exp, ver, meta))
