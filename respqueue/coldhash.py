@@ -29,7 +29,7 @@ from typing import Any
 
 import msgpack
 
-from .persistence.journal import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the journal's one-row hashes
+from .persistence.codec import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the one-row hashes of the generic rows
 from .types import hash as hash_mod
 from .types.hash import Hash, PackedHash
 

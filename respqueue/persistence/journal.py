@@ -3,7 +3,8 @@
 :meth:`Journal.key_changed` is called by ``Database.modified`` for every
 change; it only notes the key. A batch closes between top-level commands
 (``loop.call_soon``), so it always holds whole commands, EXECs and scripts.
-Closing turns the noted keys into row operations (see :meth:`_materialize`)
+Closing turns the noted keys into row operations (see :meth:`_materialize`; the rows of each
+type are codec.py's, the generic-row layout, and a registered layout's such as compat/engine/layout.py)
 and hands them to the store's writer thread; while the writer is busy the
 next batch keeps accumulating (group commit). In durable mode a connection
 whose command wrote holds its output until the batch that holds the write
