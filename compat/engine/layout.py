@@ -49,7 +49,7 @@ from typing import Any
 
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
-from respqueue.persistence.journal import _KEY_UPSERT
+from respqueue.persistence.codec import KEY_UPSERT as _KEY_UPSERT
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
@@ -155,8 +155,7 @@ class JobLayout:
                 if (
                     m is not None
                     and v is not None
-                    and v._jkey == k
-                    and v._jlog is not None
+                    and v.attached(k)
                     and (rt == _LIST) == (type(m) is _PosMap)
                 ):
                     add = self._consume(k, v, rt, m, prefix, touched)
@@ -170,7 +169,7 @@ class JobLayout:
             if rt != _LIST and rt != _ZSET:
                 continue
             # written whole by the journal (new, renamed, or stored another way): try job rows
-            if old == rt and v._jkey == k and v._jlog is not None:
+            if old == rt and v.attached(k):
                 continue  # generic rows, changed element by element: stays generic
             if old is not None and old != JOBS:
                 sql = _ELEM_DEL.get(old)
@@ -182,8 +181,7 @@ class JobLayout:
                 cont[k] = _PosMap()
                 add = [(p, prefix + x) for p, x in v.positioned()]
             else:
-                v._jlog = []
-                v._jkey = k
+                v.attach(k)
                 cont[k] = {}
                 add = [(s, prefix + x) for s, x in v.items()]
             stored[k] = JOBS
@@ -213,7 +211,7 @@ class JobLayout:
                 self._fallback(k, dbs, stored, dirty, touched)
                 continue
             m = cont[k]
-            ckey = _v._jkey[1]  # the container's own key object, one for all its members' index entries
+            ckey = _v.journal_key[1]  # the container's own key object, one for all its members' index entries
             if rt == _LIST:
                 for p, jk in add:
                     m[p] = jk
@@ -293,10 +291,9 @@ class JobLayout:
         touched: list[tuple[int, bytes]],
     ) -> list[tuple[float, bytes]]:
         """Take a job-row container's change log: release the members it lost, return the ones it gained."""
-        jl = v._jlog
+        jl = v.take_changes()
         if not jl:
             return []
-        v._jlog = []
         o = self.owner.get(k[0]) or {}
         ckey = k[1]
         add: list[tuple[float, bytes]] = []
@@ -347,7 +344,7 @@ class JobLayout:
             del stored[k]
         v = dbs[k[0]].data.get(k[1])
         if v is not None and type(v) is not bytes:
-            v._jkey = None
+            v.journal_key = None  # written whole
         if k not in dirty:
             dirty[k] = False
 
@@ -654,12 +651,11 @@ class JobLayout:
         else:
             if m.pop(jk, None) is None:
                 raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
-            log = v._jlog
-            v._jlog = None  # the store has these changes already: nothing to log for the journal
+            log = v.pause_log()  # the store has these changes already: nothing to log for the journal
             try:
                 v.remove(jk[ckey.rindex(b":") + 1 :])
             finally:
-                v._jlog = log
+                v.resume_log(log)
         del self.owner[dbi][jk]
         if not len(v) and k not in conts:
             raise ReplicaMismatch(f"container {ckey!r} emptied, its row untouched")
@@ -685,20 +681,19 @@ class JobLayout:
             ckey = k[1]  # one key object for the container and its members' index entries
             if row[0] == LIST_TYPE:
                 v = List()
-                v._p = deque()
+                v.attach(k, positions=deque())
                 m = _PosMap()
             else:
                 v = ZSet()
+                v.attach(k)
                 m = {}
-            v._jlog = []
-            v._jkey = k
             db.data[ckey] = v
             self.cont[k] = m
             stored[k] = JOBS
         else:
-            if v is None or type(v) is bytes or v._jkey != k:
+            if v is None or type(v) is bytes or v.journal_key != k:
                 raise ReplicaMismatch(f"job {jk!r}: container {ckey!r} out of step")
-            ckey = v._jkey[1]  # the container's own key object (not one per job)
+            ckey = v.journal_key[1]  # the container's own key object (not one per job)
         member = jk[ckey.rindex(b":") + 1 :]
         if type(m) is _PosMap:
             if s in m:
@@ -719,12 +714,11 @@ class JobLayout:
             if jk in m:
                 raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
             m[jk] = s
-            log = v._jlog
-            v._jlog = None
+            log = v.pause_log()
             try:
                 v.add(member, s)
             finally:
-                v._jlog = log
+                v.resume_log(log)
         o = self.owner.get(dbi)
         if o is None:
             o = self.owner[dbi] = {}
@@ -799,13 +793,12 @@ class JobLayout:
             v: Any
             if meta[0] == LIST_TYPE:
                 v = List(members)
-                v._p = deque(scores)
+                v.attach(k, positions=deque(scores))
                 m: dict[Any, Any] = _PosMap(zip(scores, jks, strict=True))
             else:
                 v = ZSet.from_sorted(list(zip(scores, members, strict=True)))
+                v.attach(k)
                 m = dict(zip(jks, scores, strict=True))
-            v._jlog = []
-            v._jkey = k
             if meta[0] == LIST_TYPE:
                 o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
             else:
@@ -844,7 +837,7 @@ class JobLayout:
         for k in generic if convert else ():
             v = dbs[k[0]].data.get(k[1])
             if v is not None and type(v) is not bytes:
-                v._jkey = None
+                v.journal_key = None  # written whole in the first batch
                 dirty.setdefault(k, False)
         return loaded
 
