@@ -27,15 +27,22 @@ not on a replica, whose store holds its master's rows as they are (``load(conver
 A replica (respqueue/replication/replica.py) applies its master's job rows in place (``replicate``):
 after its store has applied a group of frames it reads back each job row the group touched and moves
 the job between its in-memory containers by the change of the row's (state, score): it leaves its old
-container at its old position or score (from ``owner``) and joins the new one, O(rows in the group),
-never O(container size); its hash and its lock come from the same row. Only a container written whole
-(turning between job rows and generic rows) makes the replica reload the keys sharing rows with it.
+container at its old position or score (the container's own index) and joins the new one, O(rows in
+the group), never O(container size); its hash and its lock come from the same row. Only a container
+written whole (turning between job rows and generic rows) makes the replica reload the keys sharing
+rows with it.
 
-Memory: ``owner`` maps each owned job key to its container (a list's member: (container key, position);
-a zset's: the container key alone, its score being the container's) and ``cont`` each container to its
-members (a list: position -> job key; a zset: job key -> score), so a removal is found by position or
-member in O(1). That side index costs ~245 bytes of RSS per waiting job (docs/BENCHMARKS.md, "Job rows as
-the default").
+The containers are the index (no side index): a job-row list is a :class:`JobList` (compat/engine/
+joblist.py), a List that also maps each member (the deque's own bytes object) to its position and logs
+the members its commands removed; a job-row zset is the plain ZSet, whose dict already maps member to
+score. The layout keeps only ``reg``: db -> ``<prefix>:<queue>:`` -> {container key: container} for the
+containers kept as job rows (``stored`` JOBS). A job key's container is found from the key itself
+(``find``): each ``:`` of the key may end a registered prefix, the rest is the member, looked up in that
+prefix's few containers. A batch takes each changed container's log (list: the members removed, the
+(position, member) pairs pushed; zset: its change log), O(1) per moved job: the jobs that left and
+joined have their rows rewritten (``stamp`` reads each one's state and score from ``find``). A list
+member costs its index entry and its position (a float): ~75 B per waiting job instead of the ~300 B
+the side index (``owner`` and ``cont``) cost (docs/BENCHMARKS.md, "The containers as the index").
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import heapq
 import os
 import sqlite3
 from bisect import bisect_left
+from operator import itemgetter
 from typing import Any
 
 from respqueue.keyspace import mstime
@@ -226,7 +234,13 @@ class JobLayout:
             old = stored.get(k)
             if old == JOBS:
                 r = self.container(k)
-                if r is not None and v is r and v._jkey == k and v._jlog is not None:
+                if (
+                    r is not None
+                    and v is r
+                    and v._jkey == k
+                    and v._jlog is not None
+                    and (rt == _ZSET or v._ix is not None)
+                ):
                     self._consume(k, v, prefix, touched, adds, stored, dirty)
                     continue
                 self._release_all(k, touched)
@@ -243,14 +257,10 @@ class JobLayout:
                 if sql is not None:
                     append((sql, k, False))
                 del stored[k]
-            # members it lost under the key it had (renamed here): their rows are rewritten
+            # a job-row container moved here (RENAME, MOVE) from a key not handled yet: it leaves that key
             jk0 = v._jkey
-            if jk0 is not None and jk0 != k and v._jlog is not None:
-                p0 = jk0[1][: jk0[1].rfind(b":") + 1]
-                if type(v) is JobList:
-                    touched.extend([(jk0[0], p0 + m) for m in v._gone])
-                else:
-                    touched.extend([(jk0[0], p0 + m) for m, s in v._jlog if s is None])
+            if jk0 is not None and jk0 != k and self.container(jk0) is v:
+                self._release_all(jk0, touched)
             if rt == _LIST:
                 if type(v) is not JobList:
                     v = JobList.of(v)
@@ -793,47 +803,38 @@ class JobLayout:
             else:
                 conts[k] = (typ, exp)
         loaded = 0
-        # one scan, into a (score, key) list per container, each sorted here (cheaper than SQLite's sorter;
-        # the scan's row tuples die as it goes, so they leave no holes in the heap among the index's
-        # objects). A job's lock (lock, lock_ms) is only ever written in an owned row.
-        buckets: dict[tuple[int, bytes], list[tuple[float, bytes]]] = {}
-        locked = []
-        for r in conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL"):
-            bk = (r[0], r[1])
-            b = buckets.get(bk)
-            if b is None:
-                b = buckets[(r[0], bytes(r[1]))] = []
-            b.append((r[2], r[3]))
-            if r[4] is not None:
-                locked.append(r)
-        for k in sorted(buckets):
-            group = buckets.pop(k)
-            dbi = k[0]
-            meta = conts.pop(k, None) if 0 <= dbi < ndb else None
-            if meta is None:
-                # a state naming no job-row container (it expired): rewrite those rows without it
-                for _s, jk in group:
-                    dirty.setdefault((dbi, jk), False)
+        live = list(conts)
+        groups, orphans = _scan_members(conn, live)
+        for dbi, jk in orphans:
+            # a state naming no job-row container (it expired): rewrite those rows without it
+            if 0 <= dbi < ndb:
+                dirty.setdefault((dbi, bytes(jk)), False)
+        for i, k in enumerate(live):
+            group = groups[i]
+            if not group:
                 continue
-            group.sort()
-            ckey = k[1]
-            plen = ckey.rindex(b":") + 1
-            scores = [r[0] for r in group]
-            jks = [r[1] for r in group]
-            del group  # its pairs' memory goes to the index's own tuples below
-            members = [jk[plen:] for jk in jks]
-            del jks
+            dbi, ckey = k
+            meta = conts.pop(k)
+            if meta[0] == LIST_TYPE:
+                group.sort(key=_SCORE)  # positions are unique: a sort of floats
+            else:
+                group.sort(key=_SCORE_MEMBER)  # ties in member order, as ZSet keeps them
+            scores = list(map(_SCORE, group))
+            members = list(map(_MEMBER, group))
+            groups[i] = None
+            del group
             db = dbs[dbi]
             v: Any
             if meta[0] == LIST_TYPE:
                 v = JobList(members)
-                v._p = _positions(scores)
+                v._p = Positions.of(scores)
                 # the member bytes are the deque's own, the positions the scan's floats
                 v._ix = dict(zip(members, scores, strict=True))
                 if len(v._ix) != len(members):
                     v._dup = True  # (a store cannot hold that: one row per job)
             else:
                 v = ZSet.from_sorted(list(zip(scores, members, strict=True)))
+            del scores, members
             v._jlog = []
             v._jkey = k
             self._register(k, v)
@@ -845,10 +846,13 @@ class JobLayout:
             loaded += 1
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
-        # locks kept in their job's row
-        for dbi, _state, _score, jk, lock, lock_ms in locked:
+        # locks kept in their job's row (only ever written in an owned row)
+        for dbi, jk, lock, lock_ms in conn.execute(
+            "SELECT db, key, lock, lock_ms FROM keys WHERE lock IS NOT NULL AND state IS NOT NULL"
+        ):
             if not 0 <= dbi < ndb:
                 continue
+            jk = bytes(jk)
             if lock_ms is not None and lock_ms <= now:
                 dirty.setdefault((dbi, jk), False)  # expired: the job's row is rewritten without it
                 continue
@@ -895,9 +899,57 @@ def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any
     return last
 
 
-def _positions(scores: list[float]) -> Any:
-    """A loaded list's positions: a Positions run when they are consecutive integers (no float kept a job)."""
-    return Positions.of(scores)
+_SCORE = itemgetter(1)
+_MEMBER = itemgetter(2)
+_SCORE_MEMBER = itemgetter(1, 2)
+_CASE_MAX = 16  # containers told apart by SQLite in the members' scan (more: by their state, here)
+
+
+def _scan_members(
+    conn: sqlite3.Connection, live: list[tuple[int, bytes]]
+) -> tuple[list[Any], list[tuple[int, bytes]]]:
+    """One scan of the rows with a state: per container of ``live`` (its index there) a list of
+    ``(index, score, member)`` rows, and the (db, key) of the rows naming none of them. Up to
+    ``_CASE_MAX`` containers SQLite names each row's container (a small int) and cuts its member out of
+    its key, so a row costs three small columns and no object of ours; more take the state and key of
+    each row."""
+    groups: list[Any] = [[] for _ in live]
+    orphans: list[tuple[int, bytes]] = []
+    if not live:
+        return groups, [(r[0], r[1]) for r in conn.execute("SELECT db, key FROM keys WHERE state IS NOT NULL")]
+    if len(live) <= _CASE_MAX:
+        case = " ".join(["WHEN db = ? AND state = ? THEN ?"] * len(live))
+        cpar = [x for i, k in enumerate(live) for x in (k[0], k[1], i)]
+        lpar = [x for k in live for x in (k[0], k[1], k[1].rindex(b":") + 2)]
+        rows = conn.execute(
+            f"SELECT CASE {case} ELSE -1 END, score, substr(key, CASE {case} ELSE 1 END)"  # noqa: S608
+            " FROM keys WHERE state IS NOT NULL",
+            cpar + lpar,
+        ).fetchall()
+        if len(live) == 1 and all(r[0] == 0 for r in rows):
+            groups[0] = rows
+        else:
+            for r in rows:
+                if r[0] >= 0:
+                    groups[r[0]].append(r)
+            if any(r[0] < 0 for r in rows):
+                orphans = [
+                    (r[0], r[1])
+                    for r in conn.execute(
+                        f"SELECT db, key FROM keys WHERE state IS NOT NULL AND CASE {case} ELSE -1 END < 0",  # noqa: S608
+                        cpar,
+                    )
+                ]
+        return groups, orphans
+    idx = {k: i for i, k in enumerate(live)}
+    plens = [k[1].rindex(b":") + 1 for k in live]
+    for dbi, st, sc, key in conn.execute("SELECT db, state, score, key FROM keys WHERE state IS NOT NULL"):
+        i = idx.get((dbi, bytes(st)))
+        if i is None:
+            orphans.append((dbi, bytes(key)))
+        else:
+            groups[i].append((i, sc, bytes(key[plens[i] :])))
+    return groups, orphans
 
 
 def _make(conn: sqlite3.Connection) -> JobLayout | None:
