@@ -676,3 +676,42 @@ def test_job_rows_follow_random_list_and_zset_commands(node: Node) -> None:
     # all of them job rows, nothing generic
     assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
     assert rows(node, "SELECT count(*) FROM zset_members") == [(0,)]
+
+
+@pytest.mark.parametrize("queues", [3, 12])
+def test_many_queues_and_an_expired_container_load(node: Node, queues: int) -> None:
+    """A few or more state containers than the load tells apart in SQL (each queue's own prefix, members
+    whose ids contain ``:``), and a container that expired while the server was down: its jobs' rows lose
+    their state."""
+    r = node.r
+    pipe = r.pipeline(transaction=False)
+    for qi in range(queues):
+        q = f"q{qi}"
+        for i in range(20):
+            jid = f"{i}" if i % 5 else f"x:{i}"  # a job id with a ':' in it: the key has two candidate prefixes
+            pipe.hset(f"bull:{q}:{jid}", "n", str(i))
+            if i % 2:
+                pipe.lpush(f"bull:{q}:wait", jid)
+            else:
+                pipe.zadd(f"bull:{q}:completed", {jid: i * 10})
+    pipe.execute()
+    for i in range(3):
+        job(r, "gone", i)
+    r.rpush("bull:gone:wait", "0", "1", "2")
+    r.pexpire("bull:gone:wait", 1500)
+    r.save()
+    assert rows(node, "SELECT count(*) FROM keys WHERE type IN ('joblist', 'jobzset')") == [(2 * queues + 1,)]
+    before = snapshot(r)
+    node.stop(signal.SIGKILL)
+    time.sleep(2.0)  # the container expires while no server runs
+    node.start()
+    r = node.r
+    before = {k: v for k, v in before.items() if k[1] != b"bull:gone:wait"}
+    assert snapshot(r) == before
+    r.set("poke", "1")
+    r.save()
+    gone = sorted((k, s) for k, s in rows(node, "SELECT key, state FROM keys") if k.startswith(b"bull:gone:"))
+    assert gone == [(b"bull:gone:0", None), (b"bull:gone:1", None), (b"bull:gone:2", None)]
+    assert rows(node, "SELECT count(*) FROM keys WHERE state IS NOT NULL") == [(queues * 20,)]
+    assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
+    check_restart(node)
