@@ -789,10 +789,16 @@ class JobLayout:
         ndb = len(dbs)
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
         generic: list[tuple[int, bytes]] = []
-        for dbi, key, typ, exp in conn.execute(
-            "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset', 'list', 'zset')"
+        locked: list[tuple[int, bytes, bytes, int | None]] = []
+        # one scan finds the containers and the locks kept in job rows (only ever written in an owned row)
+        for dbi, key, typ, exp, lock, lock_ms in conn.execute(
+            "SELECT db, key, type, expire_ms, lock, lock_ms FROM keys"
+            " WHERE type IN ('joblist', 'jobzset', 'list', 'zset') OR (lock IS NOT NULL AND state IS NOT NULL)"
         ):
             if not 0 <= dbi < ndb:
+                continue
+            if lock is not None:
+                locked.append((dbi, bytes(key), lock, lock_ms))
                 continue
             k = (dbi, bytes(key))
             if typ == "list" or typ == "zset":
@@ -847,12 +853,7 @@ class JobLayout:
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
         # locks kept in their job's row (only ever written in an owned row)
-        for dbi, jk, lock, lock_ms in conn.execute(
-            "SELECT db, key, lock, lock_ms FROM keys WHERE lock IS NOT NULL AND state IS NOT NULL"
-        ):
-            if not 0 <= dbi < ndb:
-                continue
-            jk = bytes(jk)
+        for dbi, jk, lock, lock_ms in locked:
             if lock_ms is not None and lock_ms <= now:
                 dirty.setdefault((dbi, jk), False)  # expired: the job's row is rewritten without it
                 continue
