@@ -29,7 +29,7 @@ from typing import Any
 
 import msgpack
 
-from .persistence.journal import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the journal's one-row hashes
+from .persistence.codec import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the one-row hashes of the generic rows
 from .types import hash as hash_mod
 from .types.hash import Hash, PackedHash
 
@@ -103,7 +103,7 @@ class ColdHashes:
         return done
 
     def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None) -> bool:
-        if h._blob is not None or h._ix is not None or h._jlog is not None:
+        if h._blob is not None or h._ix is not None or h.logs_changes:
             return False  # packed already; indexed (HSCAN/HRANDFIELD); kept as field rows
         try:
             d = h.d

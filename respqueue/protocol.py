@@ -533,8 +533,9 @@ class ClientConnection(asyncio.Protocol, Client):
         self.resume()
 
     def unblocked_with(self, r: Any, wrote: bool = False) -> None:
-        """Called by the server when the blocked command produced its reply (``wrote``: it changed
-        the data and the reply is held for the commit; a failed commit turns it into the error). A
+        """Called by the server when the blocked command produced its reply (``wrote``: it depends on
+        the open batch, written or read from it, and is held for the commit; a failed commit turns it
+        into the error). A
         connection holding output (server.handle_ready_keys holds every client it serves in durable
         mode) has the reply queued behind it, for the batch it holds."""
         if self.held is not None:

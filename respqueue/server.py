@@ -172,7 +172,6 @@ class Server:
                     if st is None:
                         continue
                     cmd = resolve(st.argv)
-                    d0 = self.dirty
                     if isinstance(cmd, RedisError):
                         r: Any = cmd
                     else:
@@ -183,12 +182,12 @@ class Server:
                         continue
                     self.unblock_client(c)
                     durable = self.journal is not None and self.journal.durable
-                    wrote = self.dirty != d0 and durable
                     if durable:
                         # what it read (or wrote) is in the open batch, not committed yet: its reply
-                        # waits for that commit
+                        # waits for that commit, and if the commit fails it gets the writers' error
+                        # instead (a read-only XREAD included: what it read was rolled back)
                         c.journal_hold(last=True)
-                    c.unblocked_with(r, wrote)
+                    c.unblocked_with(r, durable)
                     if key not in db.data:
                         break
         j = self.journal

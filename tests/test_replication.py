@@ -449,3 +449,19 @@ def test_big_lists_and_zsets_follow_in_place(pair: tuple[ServerProcess, ServerPr
     assert rc.zrange("bz", 0, -1, withscores=True) == mc.zrange("bz", 0, -1, withscores=True)
     assert rc.ttl("bz") == -1
     assert rc.object("encoding", "bz") == mc.object("encoding", "bz")
+
+
+def test_long_strings_follow(pair: tuple[ServerProcess, ServerProcess]) -> None:
+    """A string longer than a store chunk (64 KiB: ``keys.value`` holds its length, its bytes are in
+    ``string_chunks`` rows) reaches the replica whole, and so do APPEND/SETRANGE changes to it."""
+    m, r = pair
+    mc, rc = cli(m.port), cli(r.port)
+    big = bytes(range(256)) * 400  # 100 KiB
+    mc.set("bs", big)
+    mc.append("bs", b"tail")
+    mc.setrange("bs", 70000, b"changed")
+    mc.setrange("zs", 200000, b"x")  # mostly zero bytes (chunks without a row)
+    until(lambda: in_sync(mc, [rc]))
+    assert rc.get("bs") == mc.get("bs")
+    assert rc.get("zs") == mc.get("zs")
+    assert rc.strlen("zs") == 200001

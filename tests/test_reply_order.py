@@ -107,3 +107,38 @@ def test_node_sees_replies_in_redis_order(mode, durable, redis_ref):
     out = _node(mode, durable.port)
     assert ref == {"rounds": 20, "readerFirst": 20}, ref
     assert out == ref
+
+
+def test_served_reader_gets_the_error_when_the_commit_fails(durable):
+    """The XADD that served a blocked XREAD fails to commit (the store stays locked past the writer's busy
+    timeout): the XADD is answered MISCONF and rolled back, so the reader must not get the entry it would
+    have read: it gets the same error, and the stream holds nothing afterwards."""
+    ctl = RawConn(durable.port)
+    reader, writer = RawConn(durable.port), RawConn(durable.port)
+    path = os.path.join(durable.workdir, "data", "respqueue.db")
+    key = "order:failed:stream"
+    try:
+        reader.send("XREAD", "BLOCK", "0", "STREAMS", key, "$")
+        _wait_blocked(ctl, 1)
+        other = sqlite3.connect(path, isolation_level=None, timeout=5)
+        other.execute("BEGIN EXCLUSIVE")
+        try:
+            writer.send("XADD", key, "1-1", "f", "v")
+            assert _readable(writer.sock, 10), "the XADD was not answered"
+            assert writer.read_raw().startswith(b"-MISCONF "), "the failed commit's write was acknowledged"
+            assert _readable(reader.sock, 10), "the served XREAD was not answered"
+            got = reader.read_raw()
+            assert got.startswith(b"-MISCONF "), f"the served reader got data that was rolled back: {got!r}"
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        deadline = time.monotonic() + 15
+        while True:  # the store is writable again once the journal's retry commits
+            if ctl.call_raw("SET", "order:probe", "1") == b"+OK\r\n":
+                break
+            assert time.monotonic() < deadline, "the store did not recover"
+            time.sleep(0.2)
+        assert ctl.call_raw("XLEN", key) == b":0\r\n"
+    finally:
+        for c in (ctl, reader, writer):
+            c.close()

@@ -15,10 +15,12 @@ detached as a small one-row list): the class then behaves as a plain List.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from itertools import islice
 
 from respqueue.types.list import List
+from respqueue.types.positions import Positions
 
 
 class JobList(List):
@@ -37,9 +39,9 @@ class JobList(List):
         """A JobList taking over ``v``'s elements (its deque, not a copy); not indexed yet (see ``attach``)."""
         j = cls.__new__(cls)
         j._d = v._d
-        j._p = v._p
-        j._jlog = v._jlog
-        j._jkey = v._jkey
+        j._p = None
+        j._jlog = None  # detached: the layout attaches it (written whole)
+        j._jkey = v.journal_key
         j._ix = None
         j._gone = []
         j._dup = False
@@ -49,13 +51,15 @@ class JobList(List):
         return List(self._d)
 
     # ---- the index ---------------------------------------------------------
-    def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0) -> None:
+    def attach(
+        self, jkey: tuple[int, bytes] | None, first: float = 0.0, positions: Positions | deque[float] | None = None
+    ) -> None:
         """Start logging as List does, not indexed (the journal's generic rows); the layout then calls
         ``reindex`` for job rows."""
-        super().attach(jkey, first)
+        super().attach(jkey, first, positions)
         self.unindex()
 
-    def detach(self, jkey: tuple[int, bytes] | None) -> None:
+    def detach(self, jkey: tuple[int, bytes] | None = None) -> None:
         super().detach(jkey)
         self.unindex()
 

@@ -56,7 +56,7 @@ from typing import Any
 
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
-from respqueue.persistence.journal import _KEY_UPSERT
+from respqueue.persistence.codec import KEY_UPSERT as _KEY_UPSERT
 from respqueue.types.hash import Hash
 from respqueue.types.positions import Positions
 from respqueue.types.zset import ZSet
@@ -198,8 +198,7 @@ class JobLayout:
             out.extend(v._gone)
             return out
         out = list(v._scores)
-        if v._jlog:
-            out.extend(m for m, s in v._jlog if s is None)
+        out.extend(m for m, s in v.changes() or () if s is None)
         return out
 
     # ---- batches --------------------------------------------------------------
@@ -237,8 +236,7 @@ class JobLayout:
                 if (
                     r is not None
                     and v is r
-                    and v._jkey == k
-                    and v._jlog is not None
+                    and v.attached(k)
                     and (rt == _ZSET or v._ix is not None)
                 ):
                     self._consume(k, v, prefix, touched, adds, stored, dirty)
@@ -250,7 +248,7 @@ class JobLayout:
             if rt != _LIST and rt != _ZSET:
                 continue
             # written whole by the journal (new, renamed, or stored another way): try job rows
-            if old == rt and v._jkey == k and v._jlog is not None:
+            if old == rt and v.attached(k):
                 continue  # generic rows, changed element by element: stays generic
             if old is not None and old != JOBS:
                 sql = _ELEM_DEL.get(old)
@@ -258,7 +256,7 @@ class JobLayout:
                     append((sql, k, False))
                 del stored[k]
             # a job-row container moved here (RENAME, MOVE) from a key not handled yet: it leaves that key
-            jk0 = v._jkey
+            jk0 = v.journal_key
             if jk0 is not None and jk0 != k and self.container(jk0) is v:
                 self._release_all(jk0, touched)
             if rt == _LIST:
@@ -268,12 +266,11 @@ class JobLayout:
                 v.attach(k)
                 if not v.reindex():
                     v.unindex()
-                    v._jkey = None  # the journal writes it whole, as generic rows
+                    v.journal_key = None  # the journal writes it whole, as generic rows
                     continue
                 new: Any = v._ix
             else:
-                v._jlog = []
-                v._jkey = k
+                v.attach(k)
                 new = v._scores
             stored[k] = JOBS
             self._register(k, v)
@@ -363,13 +360,12 @@ class JobLayout:
     ) -> None:
         """Take a job-row container's change log: the members it lost and gained have their rows
         rewritten; those it gained are checked (``adds``). O(changes)."""
-        jl = v._jlog
+        jl = v.take_changes() or ()
         dbi = k[0]
         if type(v) is JobList:
             gone = v._gone
             if not jl and not gone:
                 return
-            v._jlog = []
             if gone:
                 v._gone = []
                 touched.extend([(dbi, prefix + m) for m in gone])
@@ -381,7 +377,6 @@ class JobLayout:
         else:
             if not jl:
                 return
-            v._jlog = []
             changed = dict(jl)
             touched.extend([(dbi, prefix + m) for m in changed])
             new = [m for m, s in changed.items() if s is not None]
@@ -397,7 +392,7 @@ class JobLayout:
         dbi, ckey = k
         prefix = ckey[: ckey.rindex(b":") + 1]
         touched.extend([(dbi, prefix + m) for m in self._members(v)])
-        if type(v) is JobList and v._jkey == k:
+        if type(v) is JobList and v.journal_key == k:
             v._gone = []
 
     def _fallback(
@@ -417,7 +412,7 @@ class JobLayout:
             v.unindex()
         if stored.get(k) == JOBS:
             del stored[k]
-        v._jkey = None
+        v.journal_key = None  # written whole
         if k not in dirty:
             dirty[k] = False
 
@@ -702,12 +697,11 @@ class JobLayout:
         else:
             if member not in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
-            log = v._jlog
-            v._jlog = None  # the store has these changes already: nothing to log for the journal
+            log = v.pause_log()  # the store has these changes already: nothing to log for the journal
             try:
                 v.remove(member)
             finally:
-                v._jlog = log
+                v.resume_log(log)
         if not len(v) and k not in conts:
             raise ReplicaMismatch(f"container {ckey!r} emptied, its row untouched")
 
@@ -730,16 +724,15 @@ class JobLayout:
                 raise ReplicaMismatch(f"job {jk!r}: its container {ckey!r} is not job rows")
             if row[0] == LIST_TYPE:
                 v = JobList()
-                v._p = Positions()
+                v.attach(k, positions=Positions())
                 v._ix = {}
             else:
                 v = ZSet()
-            v._jlog = []
-            v._jkey = k
+                v.attach(k)
             db.data[ckey] = v
             self._register(k, v)
             stored[k] = JOBS
-        elif db.data.get(ckey) is not v or v._jkey != k:
+        elif db.data.get(ckey) is not v or v.journal_key != k:
             raise ReplicaMismatch(f"job {jk!r}: container {ckey!r} out of step")
         member = jk[ckey.rindex(b":") + 1 :]
         if type(v) is JobList:
@@ -763,12 +756,11 @@ class JobLayout:
         else:
             if member in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
-            log = v._jlog
-            v._jlog = None
+            log = v.pause_log()
             try:
                 v.add(member, s)
             finally:
-                v._jlog = log
+                v.resume_log(log)
 
     # ---- start-up -------------------------------------------------------------
     def load(
@@ -833,16 +825,15 @@ class JobLayout:
             v: Any
             if meta[0] == LIST_TYPE:
                 v = JobList(members)
-                v._p = Positions.of(scores)
+                v.attach(k, positions=Positions.of(scores))
                 # the member bytes are the deque's own, the positions the scan's floats
                 v._ix = dict(zip(members, scores, strict=True))
                 if len(v._ix) != len(members):
                     v._dup = True  # (a store cannot hold that: one row per job)
             else:
                 v = ZSet.from_sorted(list(zip(scores, members, strict=True)))
+                v.attach(k)
             del scores, members
-            v._jlog = []
-            v._jkey = k
             self._register(k, v)
             db.data[ckey] = v
             stored[k] = JOBS
@@ -874,7 +865,7 @@ class JobLayout:
         for k in generic if convert else ():
             v = dbs[k[0]].data.get(k[1])
             if v is not None and type(v) is not bytes:
-                v._jkey = None
+                v.journal_key = None  # written whole in the first batch
                 dirty.setdefault(k, False)
         return loaded
 

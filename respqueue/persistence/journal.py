@@ -3,7 +3,8 @@
 :meth:`Journal.key_changed` is called by ``Database.modified`` for every
 change; it only notes the key. A batch closes between top-level commands
 (``loop.call_soon``), so it always holds whole commands, EXECs and scripts.
-Closing turns the noted keys into row operations (see :meth:`_materialize`)
+Closing turns the noted keys into row operations (see :meth:`_materialize`; the rows of each
+type are codec.py's, the generic-row layout, and a registered layout's such as compat/engine/layout.py)
 and hands them to the store's writer thread; while the writer is busy the
 next batch keeps accumulating (group commit). In durable mode a connection
 whose command wrote holds its output until the batch that holds the write
@@ -15,14 +16,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
-
-import msgpack
 
 from ..resp import RedisError
 from ..stats import LATENCY_BOUNDS_S, SIZE_BOUNDS, Histogram
-from .store import ALL_TABLES, ELEMENT_TABLES, STRING_CHUNK, Store
+from . import codec
+from .codec import KEY_DEL as _KEY_DEL
+from .codec import KEY_UPSERT as _KEY_UPSERT
+from .codec import (
+    LIST_COMPACT_MAX,
+    SCHUNK_UPSERT,
+    TYPE_NAME,
+    delta_rows,
+    drop_rows,
+    full_rows,
+    hash_blob,
+    list_blob,
+    stream_delta_rows,
+    stream_meta,
+    string_chunk_rows,
+    string_range_rows,
+)
+from .store import ALL_TABLES, STRING_CHUNK, Store
 
 if TYPE_CHECKING:
     from ..keyspace import Database
@@ -30,89 +45,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("respqueue")
 
-MASK64 = (1 << 64) - 1
-_I64 = 1 << 63
-
-
-def s64(u: int) -> int:
-    """An unsigned 64-bit stream ID part as SQLite's signed INTEGER (two's complement)."""
-    return u - (1 << 64) if u >= _I64 else u
-
-_KEY_UPSERT = "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value) VALUES(?,?,?,?,?,?)"
-_KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
+# the generic rows' layout is codec.py's; the names plug-ins and tests imported from here before
+CHUNK_MAX = codec.CHUNK_MAX
+COMPACT_MAX_FIELDS = codec.COMPACT_MAX_FIELDS
+COMPACT_MAX_BYTES = codec.COMPACT_MAX_BYTES
+_DELETE = codec.DELETE
+_UPSERT = codec.UPSERT
 _JOBS = b"jobs"  # stored[k] of a container kept as job rows by the layout
-_ELEM_DEL_ALL = {rt: f"DELETE FROM {t} WHERE db=? AND key=?" for rt, t in ELEMENT_TABLES.items()}  # noqa: S608
-_UPSERT = {
-    b"hash": "INSERT OR REPLACE INTO hash_fields(db, key, field, value) VALUES(?,?,?,?)",
-    b"set": "INSERT OR IGNORE INTO set_members(db, key, member) VALUES(?,?,?)",
-    b"zset": "INSERT OR REPLACE INTO zset_members(db, key, member, score) VALUES(?,?,?,?)",
-    b"list": "INSERT OR REPLACE INTO list_items(db, key, pos, value) VALUES(?,?,?,?)",
-    b"stream": "INSERT OR REPLACE INTO stream_chunks(db, key, ms, seq, entries) VALUES(?,?,?,?,?)",
-}
-_DELETE = {
-    b"hash": "DELETE FROM hash_fields WHERE db=? AND key=? AND field=?",
-    b"set": "DELETE FROM set_members WHERE db=? AND key=? AND member=?",
-    b"zset": "DELETE FROM zset_members WHERE db=? AND key=? AND member=?",
-    b"list": "DELETE FROM list_items WHERE db=? AND key=? AND pos=?",
-    b"stream": "DELETE FROM stream_chunks WHERE db=? AND key=? AND ms=? AND seq=?",
-}
-_STREAM = b"stream"
-# a stream stored by an earlier schema version (a stream_entries row per entry) is rewritten
-# as chunks when it first changes: dropping a stream's rows drops those too
-_STREAM_LEGACY_DEL = "DELETE FROM stream_entries WHERE db=? AND key=?"
-# A stream's entries are stored in chunks (stream_chunks rows keyed by the ID they start at):
-# a chunk holds the entries a batch appended, at most this many (a whole rewrite, by RENAME
-# or a first write, cuts the stream into chunks of this size). A chunk covers the IDs from
-# its key up to the next chunk's key; XDEL rewrites the chunk that held the entry, and the
-# chunks wholly below the first live entry are deleted (MAXLEN ~ trimming, as on BullMQ's
-# events stream, deletes about one row per batch instead of one per entry).
-CHUNK_MAX = 256
 _HASH = b"hash"
-# A hash of at most this many fields whose packed form is at most this many bytes, and any
-# listpack-encoded hash (at most 512 fields of at most 64 bytes: its order is Redis's, and kept),
-# is stored as one row (keys.value = msgpack [hashtable?, {field: value}]) and rewritten whole when
-# it changes; a bigger one has a row per field in hash_fields (and keys.value NULL), for good.
-COMPACT_MAX_FIELDS = 128
-COMPACT_MAX_BYTES = 32768
 _LIST = b"list"
-# Likewise a list of at most this many items (packed in at most COMPACT_MAX_BYTES) is one row,
-# keys.value = msgpack [item, ...], rewritten whole when it changes: BullMQ's active list, whose
-# items each come and go within a batch or two, is then one row per batch instead of two per
-# job. A bigger list has a row per item in list_items (and keys.value NULL), for good.
-LIST_COMPACT_MAX = 128
-# A string longer than STRING_CHUNK is stored in chunks (string_chunks rows, see store.py); APPEND and
-# SETRANGE note the byte range they changed (Journal.string_range), so a batch rewrites only the
-# chunks in it. A chunk of zero bytes has no row.
 _STRING = b"string"
-_ZERO_CHUNK = bytes(STRING_CHUNK)
-_SCHUNK_UPSERT = "INSERT OR REPLACE INTO string_chunks(db, key, idx, data) VALUES(?,?,?,?)"
-_SCHUNK_DEL = "DELETE FROM string_chunks WHERE db=? AND key=? AND idx=?"
-_pack = msgpack.Packer(use_bin_type=True).pack
-_TYPE_NAME = {b"hash": "hash", b"set": "set", b"zset": "zset", b"list": "list", b"stream": "stream"}
+_STREAM = b"stream"
 
 MISCONF = (
     "MISCONF Errors writing to the SQLite store at {path}: {err}. "
     "Commands that may modify the data set are disabled until the store is writable again."
 )
-
-
-def stream_meta(s: Any) -> bytes:
-    """The per-stream metadata blob: counters, consumer groups, consumers, PELs, and the first live
-    ID (entries of the stored chunks below it are trimmed ones: the loader skips them)."""
-    groups = []
-    if s.groups:
-        for name, g in s.groups.items():
-            consumers = [[c.name, c.seen_time] for c in g.consumers.values()]
-            pel = [
-                [i >> 64, i & MASK64, n.consumer.name if n.consumer is not None else None, n.delivery_time, n.delivery_count]
-                for i, n in g.pel.items()
-            ]
-            groups.append([name, g.last_id >> 64, g.last_id & MASK64, g.entries_read, consumers, pel])
-    first = s.first_id()
-    return _pack(
-        [s.last_id >> 64, s.last_id & MASK64, s.max_deleted >> 64, s.max_deleted & MASK64, s.entries_added, groups,
-         None if first is None else [first >> 64, first & MASK64]]
-    )
 
 
 class Journal:
@@ -257,10 +205,10 @@ class Journal:
         # the containers moved with their data: re-key the attached ones
         for d in (a, b):
             for key, v in d.data.items():
-                if type(v) is not bytes and v._jkey is not None:
-                    old = v._jkey
-                    if old[0] in swap and old[1] == key:
-                        v._jkey = (d.index, key)
+                if type(v) is not bytes:
+                    old = v.journal_key
+                    if old is not None and old[0] in swap and old[1] == key:
+                        v.journal_key = (d.index, key)
         self.changes += 1
         if not self.scheduled:
             self._schedule()
@@ -535,7 +483,7 @@ class Journal:
                     sw.pop(k, None)
                 old = stored.pop(k, None)
                 if old is not None:
-                    _drop_rows(append, old, k)
+                    drop_rows(append, old, k)
                 elif born:
                     continue  # created and deleted within the batch (a BullMQ job lock): no row to delete
                 kdel.append(k)
@@ -550,7 +498,7 @@ class Journal:
                     sw.pop(k, None)
                 old = stored.pop(k, None)
                 if old is not None:
-                    _drop_rows(append, old, k)
+                    drop_rows(append, old, k)
                 kup.append((dbi, key, "string", exp, ver, v))
                 continue
             if sw:
@@ -560,49 +508,42 @@ class Journal:
             if old == _JOBS:  # kept as job rows (see compat/engine/layout.py): no element rows
                 kup.append((dbi, key, layout.row_type(rt), exp, ver, None))
                 continue
-            if rt == _HASH and (old is None or v._jlog is None or v._jkey != k):
+            if rt == _HASH and (old is None or not v.attached(k)):
                 # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
-                blob = v.packed()
-                if blob is None and (len(v) <= COMPACT_MAX_FIELDS or not v.ht):
-                    blob = _pack(v.state())
-                    if len(blob) > COMPACT_MAX_BYTES and v.ht:
-                        blob = None
+                blob = hash_blob(v)
                 if blob is not None:
                     if old is not None:
                         del stored[k]
-                        _drop_rows(append, old, k)
-                    # (no _jkey: a hash without a change log is written whole; its key tuple is not kept)
-                    v._jkey = None
-                    v._jlog = None
+                        drop_rows(append, old, k)
+                    # (detached from any key: a hash without a change log is written whole; its key tuple is not kept)
+                    v.detach()
                     kup.append((dbi, key, "hash", exp, ver, blob))
                     if self.cold is not None and v._blob is None:
                         self.cold.cur[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
                     continue
-            if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or v._jlog is None or v._jkey != k):
+            if rt == _LIST and len(v) <= LIST_COMPACT_MAX and (old is None or not v.attached(k)):
                 # a small list is one row too: the whole list in keys.value (see LIST_COMPACT_MAX)
-                blob = _pack(list(v))
-                if len(blob) <= COMPACT_MAX_BYTES:
+                blob = list_blob(v)
+                if blob is not None:
                     if old is not None:
                         del stored[k]
-                        _drop_rows(append, old, k)
+                        drop_rows(append, old, k)
                     v.detach(k)
                     kup.append((dbi, key, "list", exp, ver, blob))
                     continue
-            if v._jkey != k or old != rt or v._jlog is None or (rt == _STREAM and v._jchunks is None):
+            if old != rt or not v.attached(k):
                 if old is not None:
-                    _drop_rows(append, old, k)
-                self._full(ops, dbi, key, v, rt)
+                    drop_rows(append, old, k)
+                full_rows(ops, k, v, rt)
                 stored[k] = rt
-                v._jkey = k
             elif rt == _STREAM:
-                _stream_ops(ops, dbi, key, v)
+                stream_delta_rows(ops, dbi, key, v)
             else:
-                jlog = v._jlog
+                jlog = v.take_changes()
                 if jlog:
-                    v._jlog = []
-                    self._ops(ops, dbi, key, rt, dict(jlog), jlog)
+                    delta_rows(ops, dbi, key, rt, dict(jlog), jlog)
             meta = stream_meta(v) if rt == _STREAM else None
-            kup.append((dbi, key, _TYPE_NAME[rt], exp, ver, meta))
+            kup.append((dbi, key, TYPE_NAME[rt], exp, ver, meta))
         if self.ranges:
             self.ranges = {}  # (every key with a range was in ``dirty``)
         if kdel:
@@ -629,191 +570,18 @@ class Journal:
             if base is v:
                 return  # the value did not change (a TTL did): the keys row only
             if base is not None and r is not None and r[2] is v:
-                self._string_range_rows(append, k, v, r[0], r[1], True)
+                string_range_rows(append, k, v, r[0], r[1], True)
                 sw[k] = v
                 return
         if old is not None:
             del stored[k]
-            _drop_rows(append, old, k)
+            drop_rows(append, old, k)
         stored[k] = _STRING
         sw[k] = v
         if fresh:
             assert r is not None
-            self._string_range_rows(append, k, v, r[0], r[1], False)
+            string_range_rows(append, k, v, r[0], r[1], False)
             return
-        rows = _string_chunk_rows(k[0], k[1], v)
+        rows = string_chunk_rows(k[0], k[1], v)
         if rows:
-            append((_SCHUNK_UPSERT, rows, True))
-
-    @staticmethod
-    def _string_range_rows(append: Any, k: tuple[int, bytes], v: bytes, lo: int, hi: int, stored: bool) -> None:
-        """Rows for the chunks of ``v`` that hold bytes [lo, hi): upserts, and for a chunk of zero bytes a
-        delete (``stored``: the store may hold a row for it) or nothing."""
-        dbi, key = k
-        ups = []
-        dels = []
-        C = STRING_CHUNK
-        n = len(v)
-        for i in range(lo // C, (max(hi, lo + 1) - 1) // C + 1):
-            off = i * C
-            if off >= n:
-                break
-            if v.startswith(_ZERO_CHUNK, off) or (n - off < C and v.count(0, off) == n - off):
-                if stored:
-                    dels.append((dbi, key, i))
-            else:
-                ups.append((dbi, key, i, v[off:off + C]))
-        if dels:
-            append((_SCHUNK_DEL, dels, True))
-        if ups:
-            append((_SCHUNK_UPSERT, ups, True))
-
-    def _full(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any, rt: bytes) -> None:
-        if rt == b"hash":
-            rows: list[Any] = [(dbi, key, f, x) for f, x in v.items()]
-            v._jlog = []
-        elif rt == b"set":
-            rows = [(dbi, key, m) for m in v.view()]
-            v._jlog = []
-        elif rt == b"zset":
-            rows = [(dbi, key, m, s) for s, m in v.items()]
-            v._jlog = []
-        elif rt == b"list":
-            v.attach((dbi, key))
-            rows = [(dbi, key, p, x) for p, x in v.positioned()]
-        else:
-            v._jchunks = []
-            v._jnew = None
-            v._jlog = []
-            first = v.first_id()
-            rows = _chunk_rows(dbi, key, v.live_flat(first), v._jchunks) if first is not None else []
-        if rows:
-            ops.append((_UPSERT[rt], rows, True))
-
-    def _ops(self, ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, rt: bytes, changes: dict[Any, Any],
-             jlog: list[Any]) -> None:
-        """Rows for a container's element changes: ``changes`` is element -> last value (None: deleted),
-        ``jlog`` the batch's change log it was made from."""
-        ups: list[Any] = []
-        dels: list[Any] = []
-        if rt == b"list":
-            # a position whose first change in the batch put a value there was not in the store
-            # (a push makes a new position; LSET logs a delete first): if it is gone again by
-            # the batch's end there is no row to delete (a BullMQ job's pass through active)
-            first: dict[Any, Any] | None = None
-            for e, x in changes.items():
-                if x is None:
-                    if first is None:
-                        first = dict(reversed(jlog)) if jlog else {}
-                    if first.get(e) is None:
-                        dels.append((dbi, key, e))
-                else:
-                    ups.append((dbi, key, e, x))
-        elif rt == b"hash" or rt == b"zset":
-            for e, x in changes.items():
-                if x is None:
-                    dels.append((dbi, key, e))
-                else:
-                    ups.append((dbi, key, e, x))
-        elif rt == b"set":
-            for e, x in changes.items():
-                if x is None:
-                    dels.append((dbi, key, e))
-                else:
-                    ups.append((dbi, key, e))
-        if dels:
-            ops.append((_DELETE[rt], dels, True))
-        if ups:
-            ops.append((_UPSERT[rt], ups, True))
-
-
-def _drop_rows(append: Any, old: bytes, k: tuple[int, bytes]) -> None:
-    """Delete every element row of key ``k``, whose rows are of type ``old``."""
-    sql = _ELEM_DEL_ALL.get(old)
-    if sql is None:
-        return  # job rows (compat/engine/layout.py), or a type the loader left aside: no element rows
-    append((sql, k, False))
-    if old == _STREAM:
-        append((_STREAM_LEGACY_DEL, k, False))
-
-
-def _string_chunk_rows(dbi: int, key: bytes, v: bytes) -> list[Any]:
-    """string_chunks rows for the whole value ``v``; chunks of zero bytes have none (a string made by
-    SETRANGE far past its end is mostly zeros)."""
-    C = STRING_CHUNK
-    n = len(v)
-    rows = []
-    zero = _ZERO_CHUNK
-    for off in range(0, n, C):
-        if n - off >= C:
-            if v.startswith(zero, off):
-                continue
-        elif v.count(0, off) == n - off:
-            continue
-        rows.append((dbi, key, off // C, v[off:off + C]))
-    return rows
-
-
-def _chunk_rows(dbi: int, key: bytes, flat: list[Any], chunks: list[int]) -> list[Any]:
-    """stream_chunks rows for the entries ``flat`` (see Stream.live_flat), at most CHUNK_MAX each;
-    their keys (first IDs) are appended to ``chunks``."""
-    rows = []
-    step = 3 * CHUNK_MAX
-    for i in range(0, len(flat), step):
-        part = flat[i:i + step] if len(flat) > step else flat
-        c = part[0] << 64 | part[1]
-        chunks.append(c)
-        rows.append((*_chunk_key(dbi, key, c), _pack(part)))
-    return rows
-
-
-def _chunk_key(dbi: int, key: bytes, c: int) -> tuple[int, bytes, int, int]:
-    """The stream_chunks primary key of the chunk that starts at ID ``c``."""
-    return (dbi, key, s64(c >> 64), s64(c & MASK64))
-
-
-def _stream_ops(ops: list[tuple[str, Any, bool]], dbi: int, key: bytes, v: Any) -> None:
-    """Rows for an attached stream's changes since the last batch: the chunks wholly below its
-    first live entry go, the chunks that held an XDEL'd entry are rewritten, and the entries
-    appended since become new chunks."""
-    chunks: list[int] = v._jchunks
-    new = v._jnew
-    first = v.first_id()
-    dels: list[Any] = []
-    ups: list[Any] = []
-    if chunks:
-        # the chunk holding the first live entry (none: every stored entry is gone)
-        if first is None or (new is not None and first >= new):
-            i0 = len(chunks)
-        else:
-            i0 = max(bisect_right(chunks, first) - 1, 0)
-        if i0:
-            dels.extend([_chunk_key(dbi, key, c) for c in chunks[:i0]])
-            del chunks[:i0]
-        if v._jlog and chunks:
-            touched = set()
-            for e in v._jlog:
-                if (new is None or e < new) and e >= chunks[0]:
-                    touched.add(bisect_right(chunks, e) - 1)
-            gone = []
-            for j in sorted(touched):
-                c = chunks[j]
-                hi = chunks[j + 1] if j + 1 < len(chunks) else new
-                flat = v.live_flat(c, hi)
-                if flat:
-                    ups.append((*_chunk_key(dbi, key, c), _pack(flat)))
-                else:
-                    dels.append(_chunk_key(dbi, key, c))
-                    gone.append(j)
-            for j in reversed(gone):
-                del chunks[j]
-    v._jlog = []
-    if new is not None:
-        v._jnew = None
-        flat = v.live_flat(new)
-        if flat:
-            ups.extend(_chunk_rows(dbi, key, flat, chunks))
-    if dels:
-        ops.append((_DELETE[_STREAM], dels, True))
-    if ups:
-        ops.append((_UPSERT[_STREAM], ups, True))
+            append((SCHUNK_UPSERT, rows, True))

@@ -1,39 +1,42 @@
-"""Start-up: load the store into the Database objects, attached to the journal."""
+"""Start-up: load the store into the Database objects, attached to the journal.
+
+The whole store is read in bulk here (a scan per table); how each type's rows become a container is
+codec.py's (the generic-row layout, also used for a single key by :func:`codec.load_key`)."""
 
 from __future__ import annotations
 
 import gc
 import heapq
 import sqlite3
-from collections import deque
 from collections.abc import Iterator
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-import msgpack
-
 from ..keyspace import mstime
-from ..types.hash import MAX_LISTPACK_ENTRIES as HASH_MAX_ENTRIES
-from ..types.hash import MAX_LISTPACK_VALUE as HASH_MAX_VALUE
-from ..types.hash import Hash
-from ..types.list import List
-from ..types.set import Set
-from ..types.stream import Consumer, Group, Nack, Stream
-from ..types.zset import ZSet
-from .store import STRING_CHUNK
+from .codec import (
+    chunk_id,
+    hash_from_blob,
+    hash_from_fields,
+    list_from_blob,
+    list_from_items,
+    set_from_members,
+    stream_from_chunks,
+    stream_from_entries,
+    string_from_chunks,
+    zset_from_sorted,
+)
 
 _KEY = itemgetter(0, 1)
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
-_M64 = (1 << 64) - 1
 _NONE = ("", None)
 _TYPE_VALUE = itemgetter(2, 3)
 _ELEM = itemgetter(2)
 _ELEM2 = itemgetter(2, 3)
 _VALUE = itemgetter(3)
 _MAX_SHARED_NAMES = 65_536
-_from_blob = Hash.from_blob
+_from_blob = hash_from_blob
 # a table's rows are read per key (no key column to build per row) when it holds at most
 # this many keys, else in one scan grouped by key
 _PER_KEY_MAX = 4096
@@ -42,7 +45,7 @@ _PER_KEY_MAX = 4096
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
     """Load every key into ``dbs``; returns (keys loaded, keys expired, expired (db, key) pairs).
 
-    Containers come back attached (``_jkey`` set, empty ``_jlog``) and
+    Containers with element rows come back attached to the journal (see codec.py) and
     ``stored`` is filled with the container keys the store holds.
 
     The cyclic GC is off while loading (the loader creates millions of acyclic objects, and each
@@ -113,13 +116,8 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     # strings stored in chunks: reassembled, the chunks without a row being zero bytes
     for k in [k for k, m in metas.items() if m[0] == "string"]:
         n = metas.pop(k)[1]
-        buf = bytearray(n)
-        for idx, data in conn.execute("SELECT idx, data FROM string_chunks WHERE db = ? AND key = ?", k):
-            off = idx * STRING_CHUNK
-            if off < n:
-                buf[off:off + len(data)] = data if off + len(data) <= n else data[:n - off]
-        dbs[k[0]].data[k[1]] = bytes(buf)
-        del buf
+        dbs[k[0]].data[k[1]] = string_from_chunks(
+            n, conn.execute("SELECT idx, data FROM string_chunks WHERE db = ? AND key = ?", k))
         stored[k] = b"string"
         loaded += 1
     for db in dbs:
@@ -130,9 +128,6 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
         nonlocal loaded
         if k not in metas or metas.pop(k)[0] != rt.decode():
             return
-        v._jkey = k
-        if v._jlog is None:
-            v._jlog = []
         dbs[k[0]].data[k[1]] = v
         stored[k] = rt
         loaded += 1
@@ -163,33 +158,25 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     for k, group in groups("hash_fields", "field, value", "hash"):
         if metas.get(k, _NONE)[0] == "hash":
             del metas[k]
-            h = Hash()
             rows = list(group)
             if len(names) < _MAX_SHARED_NAMES:
-                d = h.d = dict(zip(map(share, map(_ELEM, rows), map(_ELEM, rows)), map(_VALUE, rows), strict=True))
+                d = dict(zip(map(share, map(_ELEM, rows), map(_ELEM, rows)), map(_VALUE, rows), strict=True))
             else:
-                d = h.d = dict(map(_ELEM2, rows))
-            h.ht = len(d) > HASH_MAX_ENTRIES or max(map(len, d)) > HASH_MAX_VALUE or \
-                max(map(len, d.values())) > HASH_MAX_VALUE
-            h._jkey = k
-            h._jlog = []
-            dbs[k[0]].data[k[1]] = h
+                d = dict(map(_ELEM2, rows))
+            dbs[k[0]].data[k[1]] = hash_from_fields(k, d)
             stored[k] = b"hash"
             loaded += 1
     for k, rows in groups("set_members", "member", "set"):
         if k in metas:
-            put(k, Set.from_members(set(map(_ELEM, rows))), b"set")
+            put(k, set_from_members(k, set(map(_ELEM, rows))), b"set")
     for k, rows in groups("zset_members", "score, member", "zset"):
         if k in metas:
-            entries = sorted(map(_ELEM2, rows))
-            put(k, ZSet.from_sorted(entries), b"zset")
+            put(k, zset_from_sorted(k, sorted(map(_ELEM2, rows))), b"zset")
     # small lists are one row each (keys.value, see journal.LIST_COMPACT_MAX)
     for k, (typ, value) in list(metas.items()):
         if typ == "list" and value is not None:
             del metas[k]
-            lst = List(msgpack.unpackb(value, raw=True, use_list=True))
-            lst.detach(k)
-            dbs[k[0]].data[k[1]] = lst
+            dbs[k[0]].data[k[1]] = list_from_blob(k, value)
             loaded += 1
     lists = keys_of("list")
     for k in lists if len(lists) <= _PER_KEY_MAX else ():
@@ -201,45 +188,25 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             "SELECT min(pos), max(pos), count(*), count(pos != CAST(pos AS INTEGER) OR NULL)"
             " FROM list_items WHERE db = ? AND key = ?", k).fetchone()
         if n and not frac and hi - lo + 1 == n:
-            lst = List(map(_FIRST, conn.execute(
-                "SELECT value FROM list_items WHERE db = ? AND key = ? ORDER BY pos", k)))
-            lst.attach(k, lo)
-            put(k, lst, b"list")
+            values = map(_FIRST, conn.execute("SELECT value FROM list_items WHERE db = ? AND key = ? ORDER BY pos", k))
+            put(k, list_from_items(k, values, first=lo), b"list")
     for k, rows in groups("list_items", "pos, value", "list", " ORDER BY pos"):
         if k in metas:
             pairs = list(map(_ELEM2, rows))
-            lst = List(map(_SECOND, pairs))
-            lst.attach(k)
-            lst._p = deque(map(float, map(_FIRST, pairs)))
-            put(k, lst, b"list")
+            put(k, list_from_items(k, map(_SECOND, pairs), map(_FIRST, pairs)), b"list")
     # streams: chunks of entries (stream_chunks), or a row per entry (stream_entries, written by
     # schema version 3 and earlier: such a stream is rewritten as chunks when it first changes)
     # ID parts >= 2**63 are stored negative (two's complement): ordered by the unsigned ID
     chunked: dict[tuple[int, bytes], list[tuple[int, bytes]]] = {}
     for k, rows in groups("stream_chunks", "ms, seq, entries", "stream"):
         if k in metas and metas[k][0] == "stream":
-            chunked[k] = sorted(((r[2] & _M64) << 64 | (r[3] & _M64), r[4]) for r in rows)
+            chunked[k] = sorted((chunk_id(r[2], r[3]), r[4]) for r in rows)
     for k, chunks in chunked.items():
-        s = Stream()
-        first = _stream_first(metas[k][1])
-        for _c, blob in chunks:
-            flat = msgpack.unpackb(blob, raw=True, use_list=True)
-            for j in range(0, len(flat), 3):
-                i = flat[j] << 64 | flat[j + 1]
-                if first is not None and i >= first:  # below: trimmed since the chunk was written
-                    s.append(i, flat[j + 2])
-        _apply_stream_meta(s, metas[k][1])
-        put(k, s, b"stream")
-        s._jchunks = [c for c, _ in chunks]
+        put(k, stream_from_chunks(k, metas[k][1], chunks), b"stream")
     for k, rows in groups("stream_entries", "ms, seq, fields", "stream"):
         if k in metas and metas[k][0] == "stream":
-            s = Stream()
-            ents = sorted(((r[2] & _M64) << 64 | (r[3] & _M64), r[4]) for r in rows)
-            for i, blob in ents:
-                s.append(i, msgpack.unpackb(blob, raw=True, use_list=True))
-            _apply_stream_meta(s, metas[k][1])
-            put(k, s, b"stream")
-            s._jkey = None  # rewritten as chunks when it next changes
+            ents = sorted((chunk_id(r[2], r[3]), r[4]) for r in rows)
+            put(k, stream_from_entries(metas[k][1], ents), b"stream")  # rewritten as chunks when it next changes
     # streams without entries (emptied by XDEL/XTRIM, or created by XGROUP MKSTREAM), and small
     # hashes with a TTL
     for k, (typ, value) in list(metas.items()):
@@ -248,39 +215,6 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             dbs[k[0]].data[k[1]] = _from_blob(value)
             loaded += 1
         elif typ == "stream":
-            s = Stream()
-            _apply_stream_meta(s, value)
-            put(k, s, b"stream")
-            s._jchunks = []
+            put(k, stream_from_chunks(k, value, []), b"stream")
     return loaded, len(expired), expired
 
-
-def _stream_first(blob: bytes | None) -> int | None:
-    """The first live entry ID a stream's metadata records (None: the stream is empty)."""
-    m = msgpack.unpackb(blob, raw=True, use_list=True) if blob else None
-    if not m or len(m) < 7:
-        return 0  # not recorded (never written so): every stored entry counts
-    return None if m[6] is None else m[6][0] << 64 | m[6][1]
-
-
-def _apply_stream_meta(s: Stream, blob: bytes | None) -> None:
-    if not blob:
-        return
-    m = msgpack.unpackb(blob, raw=True, use_list=True)
-    s.last_id = (m[0] << 64) | m[1]
-    s.max_deleted = (m[2] << 64) | m[3]
-    s.entries_added = m[4]
-    if m[5]:
-        s.groups = {}
-        for name, lms, lseq, entries_read, consumers, pel in m[5]:
-            g = Group((lms << 64) | lseq, entries_read)
-            for cname, seen in consumers:
-                g.consumers[cname] = Consumer(cname, seen)
-            for ms, seq, cname, dtime, dcount in pel:
-                owner = g.consumers.get(cname) if cname is not None else None
-                n = Nack(owner, dtime, dcount)
-                i = (ms << 64) | seq
-                g.pel[i] = n
-                if owner is not None:
-                    owner.pel[i] = n
-            s.groups[name] = g

@@ -396,7 +396,7 @@ def _incremental(
     db = dbs[dbi]
     v = db.data.get(key)
     rt = stored.get(k)
-    if v is None or type(v) is bytes or rt is None or v.rtype != rt or v._jkey != k:
+    if v is None or type(v) is bytes or rt is None or v.rtype != rt or v.journal_key != k:
         return False
     allowed = _LIST_OPS if rt == b"list" else _ZSET_OPS if rt == b"zset" else None
     if allowed is None or any(sql not in allowed for sql, _ in kops):
@@ -440,8 +440,7 @@ def _incremental(
                     else:
                         return False
     else:
-        log = v._jlog
-        v._jlog = None  # these changes are the store's already: not logged for the journal
+        log = v.pause_log()  # these changes are the store's already: not logged for the journal
         try:
             for sql, rows in kops:
                 if sql == _DELETE[b"zset"]:
@@ -451,7 +450,7 @@ def _incremental(
                     for row in rows:
                         v.add(bytes(row[2]), row[3])
         finally:
-            v._jlog = log
+            v.resume_log(log)
     if not len(v):
         return False
     if exp is not False:

@@ -25,6 +25,7 @@ from typing import Any
 
 import msgpack
 
+from .journaled import Journaled
 from .keyindex import KeyIndex
 
 MAX_LISTPACK_ENTRIES = 512
@@ -34,7 +35,7 @@ MAX_LISTPACK_VALUE = 64
 COLD: Any = None
 
 
-class Hash:
+class Hash(Journaled):
     """A Redis hash: ``field -> value``, both bytes."""
 
     rtype = b"hash"

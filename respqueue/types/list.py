@@ -18,10 +18,11 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import indexOf
 
+from .journaled import Journaled
 from .positions import Positions
 
 
-class List:
+class List(Journaled):
     """A Redis list."""
 
     __slots__ = ("_d", "_p", "_jlog", "_jkey")
@@ -67,13 +68,14 @@ class List:
         return 40 + nodes * (32 + 12) + data + nodes * 6
 
     # ---- ends --------------------------------------------------------------
-    def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0) -> None:
-        """Start (or restart) change logging with positions first, first+1, ... (integers)."""
-        self._p = Positions(int(first), len(self._d))
+    def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0, positions: deque[float] | None = None) -> None:
+        """Start (or restart) change logging with positions first, first+1, ... (integers), or the
+        items' stored ``positions`` (one per item, ascending)."""
+        self._p = Positions(int(first), len(self._d)) if positions is None else positions
         self._jlog = []
         self._jkey = jkey
 
-    def detach(self, jkey: tuple[int, bytes] | None) -> None:
+    def detach(self, jkey: tuple[int, bytes] | None = None) -> None:
         """Stop change logging: the store keeps this list whole, in one row (a small list)."""
         self._p = None
         self._jlog = None

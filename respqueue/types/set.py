@@ -24,6 +24,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 from ..numbers import str2int
+from .journaled import Journaled
 from .keyindex import KeyIndex
 
 MAX_INTSET_ENTRIES = 512
@@ -38,7 +39,7 @@ def _all_ints(ms: Iterable[bytes]) -> bool:
     return True
 
 
-class Set:
+class Set(Journaled):
     """A Redis set of bytes members."""
 
     rtype = b"set"

@@ -32,6 +32,8 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
+from .journaled import Journaled
+
 MASK64 = (1 << 64) - 1
 INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
 MAX_ID = (1 << 128) - 1
@@ -146,7 +148,7 @@ class _Node:
         return _Node(self.fields, self.count, self.deleted, self.nbytes, self.last)
 
 
-class Stream:
+class Stream(Journaled):
     """A Redis stream."""
 
     __slots__ = (
@@ -187,6 +189,29 @@ class Stream:
         self._jkey: tuple[int, bytes] | None = None
         self._jnew: int | None = None
         self._jchunks: list[int] | None = None
+
+    # ---- the journal's change log (see journaled.py) --------------------------
+    def attach(self, key: tuple[int, bytes] | None, chunks: list[int] | None = None) -> None:
+        """Start logging changes for the rows of ``key``, whose stored chunks start at the IDs ``chunks``
+        (ascending; None: not stored as chunks, so written whole when it next changes)."""
+        self._jlog = []
+        self._jkey = key
+        self._jnew = None
+        self._jchunks = chunks
+
+    def attached(self, key: tuple[int, bytes]) -> bool:
+        return self._jlog is not None and self._jkey == key and self._jchunks is not None
+
+    @property
+    def stored_chunks(self) -> list[int] | None:
+        """The first IDs of the stored chunks, ascending (the journal's codec keeps it up to date)."""
+        return self._jchunks
+
+    def take_appended(self) -> int | None:
+        """The first ID appended since the last take (None: none); the next append starts afresh."""
+        new = self._jnew
+        self._jnew = None
+        return new
 
     # ---- container contract --------------------------------------------
     def __len__(self) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from ..resp import format_double
+from .journaled import Journaled
 
 LISTPACK_ENTRIES = 128  # zset-max-listpack-entries
 LISTPACK_VALUE = 64  # zset-max-listpack-value
@@ -102,7 +103,7 @@ def lex_range_empty(lo: Any, loex: bool, hi: Any, hiex: bool) -> bool:
     return a > b or (a == b and (loex or hiex))
 
 
-class ZSet:
+class ZSet(Journaled):
     """A Redis sorted set."""
 
     rtype = b"zset"
