@@ -116,17 +116,17 @@ class JobList(List):
 
     def push_one(self, value: bytes, left: bool) -> None:
         super().push_one(value, left)
-        if self._ix is not None:
-            if left:
-                self._added(0, 1)
-            else:
-                n = len(self._d)
-                self._added(n - 1, n)
+        ix = self._ix
+        if ix is not None:
+            if value in ix:
+                self._dup = True
+            ix[value] = self._p[0] if left else self._p[-1]  # type: ignore[index]
 
     def pop_one(self, left: bool) -> bytes:
         v = super().pop_one(left)
-        if self._ix is not None:
-            self._ix.pop(v, None)
+        ix = self._ix
+        if ix is not None:
+            ix.pop(v, None)
             self._gone.append(v)
         return v
 
@@ -174,7 +174,9 @@ class JobList(List):
 
     def remove(self, value: bytes, count: int) -> int:
         n = super().remove(value, count)
-        if n and self._ix is not None:
+        ix = self._ix
+        if n and ix is not None:
             # one copy unless _dup (then the index is rebuilt at the batch's end anyway)
-            self._removed((value,))
+            ix.pop(value, None)
+            self._gone.append(value)
         return n

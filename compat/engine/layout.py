@@ -170,6 +170,15 @@ class JobLayout:
         reg = self.reg.get(dbi)
         if not reg:
             return None
+        if len(reg) == 1:  # one queue prefix in the database (the common case): one split to try
+            for p, cs in reg.items():
+                if not jk.startswith(p):
+                    return None
+                m = jk[len(p) :]
+                for ck, v in cs.items():
+                    if v is not skip and m in (v._ix if type(v) is JobList else v._scores):
+                        return ck, v, m
+            return None
         i = jk.rfind(b":")
         while i >= 0:
             cs = reg.get(jk[: i + 1])
