@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from respqueue import keyspace
-from respqueue.call import call
+from respqueue.call import DONE, call, tally
 from respqueue.commands.registry import Command, lookup
 from respqueue.resp import RedisError
 
@@ -190,13 +190,15 @@ class Ctx:
     ``call`` runs a command through ``respqueue.call.call`` with the script client, as the Lua bridge's
     redis.call does (same statistics, MONITOR feed); an error reply raises :class:`Bail` while nothing has
     been written yet and :class:`NativeScriptError` afterwards. A command whose work the implementation did
-    inline (or a read whose answer it has) goes through ``respqueue.call.call(ctx.sc, cmd, argv, False,
-    DONE)`` (directly: it is the hot path), so statistics and MONITOR see it as the Lua path would run it.
-    ``monitors``: whether a MONITOR client was attached when the script started (the inline shortcuts that
-    skip a command's work are taken only without one).
+    inline (or a read whose answer it has) is accounted for as the Lua path would run it: with no MONITOR
+    client attached, appended to ``done`` (a list), which :func:`run` counts with ``respqueue.call.tally``
+    once the script has run (not when it bails out: the Lua path then runs, and counts, the whole script);
+    with one attached (``done`` is None), through ``respqueue.call.call(ctx.sc, cmd, argv, False, DONE)``, so
+    that MONITOR sees each argv in order. ``monitors``: whether a MONITOR client was attached when the script
+    started (the inline shortcuts that skip a command's work are taken only without one).
     """
 
-    __slots__ = ("sc", "db", "server", "wrote", "sha", "monitors")
+    __slots__ = ("sc", "db", "server", "wrote", "sha", "monitors", "done")
 
     def __init__(self, sc: Any, db: Any, server: Any, sha: bytes) -> None:
         self.sc = sc
@@ -205,6 +207,7 @@ class Ctx:
         self.wrote = False
         self.sha = sha
         self.monitors = bool(server.monitors)
+        self.done: list[Command] | None = None if self.monitors else []
 
     def call(self, cmd: Command, argv: list[bytes]) -> Any:
         if cmd.is_write:
@@ -215,6 +218,14 @@ class Ctx:
                 raise NativeScriptError(r)
             raise Bail(r.msg.decode("utf-8", "replace"))
         return r
+
+    def inline(self, cmd: Command, argv: list[bytes]) -> None:
+        """Account for ``cmd`` (``argv``), whose work the implementation did inline (see above)."""
+        done = self.done
+        if done is None:
+            call(self.sc, cmd, argv, False, DONE)
+        else:
+            done.append(cmd)
 
 
 def cmd(name: str) -> Command:
@@ -267,43 +278,61 @@ def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
         return FALLBACK
     if len(argv) < 3 + nk:
         return FALLBACK
-    keys = argv[3 : 3 + nk]
-    args = argv[3 + nk :]
     sc = rt.client
-    sc.db = c.db
+    db = sc.db = c.db
     sc.resp = 2
-    ctx = Ctx(sc, c.db, c.server, sha)
+    ctx = Ctx(sc, db, c.server, sha)
     prev_frozen = keyspace._frozen_ms
     if prev_frozen is None:
-        keyspace.freeze_time(int(time.time() * 1000))
-    st = STATS.get(name)
-    if st is None:
-        st = STATS[name] = [0, 0]
+        keyspace._frozen_ms = int(time.time() * 1000)  # keyspace.freeze_time, inline (the hot path)
     try:
-        r = fn(ctx, keys, args)
+        r = fn(ctx, argv[3 : 3 + nk], argv[3 + nk :])
     except Bail as e:
+        st = _stats(name)
         if ctx.wrote:  # a bug in the native implementation
+            _tally(ctx)
             log.error("native %s bailed out after writing (%s)", name, e)
             return RedisError(b"ERR native script " + name.encode() + b" failed after writing")
         st[1] += 1
         log.debug("native %s: Lua fallback (%s)", name, e)
         return FALLBACK
     except NativeScriptError as e:
+        _tally(ctx)
         log.error("native %s: command error after writing: %r", name, e.err.msg)
         return RedisError(e.err.msg.rstrip(b"\r\n") + b" script: " + sha + b", on @user_script:0.")
     except Exception:
         if ctx.wrote:
+            _tally(ctx)
             log.exception("native %s failed after writing", name)
             return RedisError(b"ERR native script " + name.encode() + b" failed after writing")
         log.exception("native %s failed; Lua fallback", name)
-        st[1] += 1
+        _stats(name)[1] += 1
         return FALLBACK
     finally:
         if prev_frozen is None:
-            keyspace.freeze_time(None)
+            keyspace._frozen_ms = None
+    done = ctx.done
+    if done:
+        tally(done)
+    st = STATS.get(name)
+    if st is None:
+        st = _stats(name)
     if st[0] == 0:
         log.info("native fast path in use for BullMQ script %s", name)
     st[0] += 1
     if log.isEnabledFor(logging.DEBUG):
         log.debug("native %s: ran", name)
     return r
+
+
+def _stats(name: str) -> list[int]:
+    st = STATS.get(name)
+    if st is None:
+        st = STATS[name] = [0, 0]
+    return st
+
+
+def _tally(ctx: Ctx) -> None:
+    """Count the inline calls of a script that stopped after writing (the Lua path would have made them)."""
+    if ctx.done:
+        tally(ctx.done)

@@ -17,8 +17,10 @@ It owns what is the same for all of them:
 
 Native code that does a command's work inline (without the procedure: a read whose answer it already has,
 a write it makes directly on the container) still calls :func:`call`, with ``proc=DONE`` (or its own
-procedure), so that statistics and MONITOR see the command exactly as the Lua path would have run it.
-Nothing else counts calls or feeds MONITOR.
+procedure), so that statistics and MONITOR see the command exactly as the Lua path would have run it; with no
+MONITOR client attached (then there is nothing to feed, and ``call(..., proc=DONE)`` only counts the call), it
+may collect the commands and count them in one go with :func:`tally` instead. Nothing else counts calls or
+feeds MONITOR.
 
 The hot path: with no MONITOR client, a nested call costs one attribute test over the procedure call;
 timing (two clock reads) is only for top-level calls.
@@ -90,6 +92,14 @@ def call(client: Any, cmd: Any, argv: list[bytes], top: bool = False, proc: Any 
 
             slowlog_record(server, client, argv, us, cmd)
     return r
+
+
+def tally(cmds: list[Any]) -> None:
+    """The statistics of nested calls whose work the caller did inline, counted in one go: what
+    ``call(client, cmd, argv, False, DONE)`` does for each of ``cmds`` when no MONITOR client is attached
+    (with one attached, native code calls :func:`call` for each, so that MONITOR sees every argv in order)."""
+    for cmd in cmds:
+        cmd.calls += 1
 
 
 def _feed_monitors(server: Any, client: Any, argv: list[bytes]) -> None:

@@ -475,6 +475,25 @@ def test_monitor_and_commandstats_see_what_lua_runs(pair: Pair) -> None:
     assert seen[0] == seen[1]
 
 
+@needs_node
+def test_commandstats_when_native_path_bails(pair: Pair) -> None:
+    """A native path that hands the script to Lua after accounting for inline reads (moveToFinished reads
+    the job hash and its children's keys before it looks at keepJobs) counts nothing itself: the Lua path
+    runs, and counts, the whole script, so INFO commandstats match the Lua server's."""
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    for b in (add, mta, fin):
+        pair.load(b)
+    pair.script(add, ADD_KEYS, add_args(name="b"))
+    r = pair.script(mta, MTA_KEYS, mta_args())
+    pair.both("CONFIG", "RESETSTAT")
+    keys, argv = finish_args(r[1], keep=5)  # keepJobs count > 0: the native path bails out
+    pair.script(fin, keys, argv)
+    pair.compare()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_exists"] == 1
+
+
 def _monitored(ports: tuple[int, int], run: Any) -> list[list[str]]:
     """What a MONITOR client on each port saw while ``run()`` ran: each line without its time and client."""
     import socket

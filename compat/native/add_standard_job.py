@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from respqueue.call import DONE
-from respqueue.call import call as _call
 from respqueue.numbers import str2int
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
@@ -243,7 +241,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     call = ctx.call
     call(INCR, [b"INCR", id_key])
     # HGET meta opts.maxLenEvents: read above (meta is a hash or absent, and INCR wrote another key)
-    _call(ctx.sc, HGET, [b"HGET", meta_key, b"opts.maxLenEvents"], False, DONE)
+    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
@@ -272,11 +270,11 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     meta = db.lookup(meta_key)
     if active_key is None:
         # getTargetQueueList (5.0-5.8): HEXISTS meta paused (meta: a hash or absent, checked above)
-        _call(ctx.sc, HEXISTS, [b"HEXISTS", meta_key, b"paused"], False, DONE)
+        ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])
         limit = None if meta is None or meta.get(b"paused") is None else -1
     else:
         # HMGET meta paused concurrency, inline (meta: a hash or absent; the HSET above may have made it)
-        _call(ctx.sc, HMGET, [b"HMGET", meta_key, *v.meta_fields], False, DONE)
+        ctx.inline(HMGET, [b"HMGET", meta_key, *v.meta_fields])
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     if limit is None:
         paused_or_maxed = False

@@ -1,6 +1,7 @@
 """What the native BullMQ scripts share (see compat/native/__init__.py): the commands they run, argument
 conversion as the Lua bridge does it, the type checks made before the first write, and the inline forms of
-the commands the scripts issue most (each accounted for through ``respqueue.call.call`` with ``proc=DONE``)."""
+the commands the scripts issue most (each accounted for as the Lua path would run it: ``Ctx.done`` /
+``Ctx.inline``, see compat/scripts.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import msgpack
 from hiredis import pack_command
 
 from lua.convert import format_number_arg, truncate
-from respqueue.call import DONE
-from respqueue.call import call as _call
 from respqueue.commands.registry import Command
 from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
 from respqueue.keyspace import mstime
@@ -285,7 +284,7 @@ def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
         except RedisError:
             done = False  # raised before any change: the call below reports it as the bridge would
         if done:
-            _call(ctx.sc, XADD, argv, False, DONE)
+            ctx.done.append(XADD)  # type: ignore[union-attr]  (None only with monitors)
             return
     ctx.call(XADD, argv)
 
@@ -295,7 +294,7 @@ def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
     marker = ctx.db.lookup(marker_key)
     if not ctx.monitors and type(marker) is ZSet and marker.score(b"0") == 0.0:
         ctx.wrote = True
-        _call(ctx.sc, ZADD, [b"ZADD", marker_key, b"0", b"0"], False, DONE)
+        ctx.done.append(ZADD)  # type: ignore[union-attr]
     else:
         ctx.call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
 
@@ -306,7 +305,7 @@ def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
         ctx.wrote = True
         h.set_pairs(argv, 2)
         ctx.db.modified(argv[1])
-        _call(ctx.sc, cmd, argv, False, DONE)
+        ctx.done.append(cmd)  # type: ignore[union-attr]
     else:
         ctx.call(cmd, argv)
 
@@ -328,7 +327,7 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
         ctx.wrote = True
         h.set(field, b"%d" % v)
         db.modified(key)
-        _call(ctx.sc, HINCRBY, [b"HINCRBY", key, field, b"1"], False, DONE)
+        ctx.done.append(HINCRBY)  # type: ignore[union-attr]
         return v
     return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
 
@@ -349,7 +348,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
             db.lookup(lock_key)  # as SET does: an expired value goes first
             db.set(lock_key, token)
             db.set_expire(lock_key, int(lock_ms) + mstime())
-            _call(ctx.sc, SET, [b"SET", lock_key, token, b"PX", lock_ms], False, DONE)
+            ctx.done.append(SET)  # type: ignore[union-attr]
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
     h = unpacked(db.lookup(job_key))  # a job that waited long is packed (respqueue/coldhash.py)
     if worker is not None:
@@ -363,5 +362,5 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
-    _call(ctx.sc, HGETALL, [b"HGETALL", job_key], False, DONE)
+    ctx.inline(HGETALL, [b"HGETALL", job_key])
     return _active_reply(h, job_id)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from lua.convert import format_number_arg
-from respqueue.call import DONE
-from respqueue.call import call as _call
 from respqueue.commands.streams import xtrim_approx
 from respqueue.numbers import str2int
 from respqueue.types.hash import Hash, unpacked
@@ -188,19 +186,22 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     call = ctx.call
     monitors = ctx.monitors
     # ---- reads (an error here still falls back to Lua: nothing written yet)
+    done = ctx.done  # None with a MONITOR client attached (then it is fed each inline call: ctx.inline)
     job = unpacked(db.lookup(job_key))
-    _call(ctx.sc, EXISTS, [b"EXISTS", job_key], False, DONE)
+    ctx.inline(EXISTS, [b"EXISTS", job_key])
     if job is None:
         return -1
     if not failed:
-        # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case)
+        # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case; a key
+        # present, even expired, takes the command)
+        data = db.data
         for suffix, cmd_, name, code in _PENDING_CHILDREN:
             k = job_key + suffix
-            if monitors or db.lookup(k) is not None:
+            if done is None or k in data:
                 if call(cmd_, [name, k]) != 0:
                     return code
             else:
-                _call(ctx.sc, cmd_, [name, k], False, DONE)
+                done.append(cmd_)
     remove, attempts, limiter, token, lock_ms, worker = _mtf_opts(argv[7], failed)
     fetch_next = fetch == b"1"
     # ---- everything that could fail or branch after the first write
@@ -254,27 +255,32 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     if token != b"0":
         lock_key = job_key + b":lock"
         lock_token = db.lookup(lock_key)
-        if monitors or (lock_token is not None and type(lock_token) is not bytes):
+        if done is None or (lock_token is not None and type(lock_token) is not bytes):
             lock_token = call(GET, [b"GET", lock_key])
         else:
-            _call(ctx.sc, GET, [b"GET", lock_key], False, DONE)
+            done.append(GET)
         if lock_token != token:
             return -2 if lock_token is None else -6
-        if monitors:
+        if done is None:
             call(DEL, [b"DEL", lock_key])
         else:
             ctx.wrote = True
             db.delete(lock_key)
-            _call(ctx.sc, DEL, [b"DEL", lock_key], False, DONE)
-        if monitors or db.lookup(stalled_key) is not None:
+            done.append(DEL)
+        if done is None or db.lookup(stalled_key) is not None:
             call(SREM, [b"SREM", stalled_key, job_id])
         else:
-            _call(ctx.sc, SREM, [b"SREM", stalled_key, job_id], False, DONE)  # no stalled set: nothing to remove
-    # HMGET parentKey parent deid: all three are absent (checked above)
-    _call(ctx.sc, HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"], False, DONE)
-    call(LREM, [b"LREM", active_key, b"-1", job_id])
-    # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
-    _call(ctx.sc, HGET, [b"HGET", meta_key, b"opts.maxLenEvents"], False, DONE)
+            done.append(SREM)  # no stalled set: nothing to remove
+    if done is None:
+        # HMGET parentKey parent deid: all three are absent (checked above)
+        ctx.inline(HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
+        call(LREM, [b"LREM", active_key, b"-1", job_id])
+        # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
+        ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    else:
+        done.append(HMGET)
+        call(LREM, [b"LREM", active_key, b"-1", job_id])
+        done.append(HGET)
     if max_events is None:
         max_events = b"10000"
         call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
@@ -283,7 +289,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     else:
         ctx.wrote = True
         xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
-        _call(ctx.sc, XTRIM, [b"XTRIM", events_key, b"MAXLEN", b"~", max_events], False, DONE)
+        done.append(XTRIM)  # type: ignore[union-attr]  (monitors: the branch above)
     attempts_made = _hincr1(ctx, job_key, b"atm", job)  # the job hash: nothing replaced it since the checks
     if not remove:
         call(ZADD, [b"ZADD", target_key, ts, job_id])
@@ -299,14 +305,20 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
                     b"attemptsMade", b"%d" % attempts_made])
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
-        _call(ctx.sc, HMGET, [b"HMGET", meta_key, *variant], False, DONE)
+        if done is None:
+            ctx.inline(HMGET, [b"HMGET", meta_key, *variant])
+        else:
+            done.append(HMGET)
         meta = db.lookup(meta_key)  # trimEvents may have created it
         limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
         paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
-        # (upto: an integer below 2**53 for a whole-ms timestamp, which %.17g prints as %d)
-        up = b"%d" % upto if upto.is_integer() and upto < _EXACT else format_number_arg(upto)
-        _call(ctx.sc, ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", up, b"LIMIT", b"0", b"1000"], False, DONE)
+        if done is None:
+            # (upto: an integer below 2**53 for a whole-ms timestamp, which %.17g prints as %d)
+            up = b"%d" % upto if upto.is_integer() and upto < _EXACT else format_number_arg(upto)
+            ctx.inline(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", up, b"LIMIT", b"0", b"1000"])
+        else:
+            done.append(ZRANGEBYSCORE)
         if paused_or_maxed:
             return [0, 0, 0, 0]
         nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)

@@ -136,26 +136,29 @@ def _config_int(extra: dict[str, str], name: str, default: int) -> int:
         return default
 
 
-def _node_limits(c: Any) -> tuple[int, int]:
-    """stream-node-max-entries and stream-node-max-bytes, as CONFIG SET left them (parsed once:
-    CONFIG SET of either drops ``server.stream_node_limits``)."""
+def _node_limits(c: Any) -> tuple[int, int, int]:
+    """stream-node-max-entries and stream-node-max-bytes, as CONFIG SET left them, and the LIMIT a ``~`` trim
+    without one gets (parsed once: CONFIG SET of either drops ``server.stream_node_limits``)."""
     server = c.server
     lim = getattr(server, "stream_node_limits", None)
     if lim is None:
         extra = getattr(server, "config_extra", None)
         if not extra:
-            lim = (100, 4096)
+            me, mb = 100, 4096
         else:
-            lim = (_config_int(extra, "stream-node-max-entries", 100), _config_int(extra, "stream-node-max-bytes", 4096))
-        server.stream_node_limits = lim
+            me = _config_int(extra, "stream-node-max-entries", 100)
+            mb = _config_int(extra, "stream-node-max-bytes", 4096)
+        # 100 * stream-node-max-entries (10,000 when that is 0), at most 1,000,000 (as Redis's
+        # streamParseAddOrTrimArgsOrReply)
+        approx = min(100 * me if me > 0 else 10000, 1000000)
+        lim = server.stream_node_limits = (me, mb, approx)
     return lim  # type: ignore[no-any-return]
 
 
 def _approx_limit(c: Any) -> int:
     """The LIMIT a ``~`` trim without one gets: 100 * stream-node-max-entries (10,000 when that
     is 0), at most 1,000,000 (as Redis's streamParseAddOrTrimArgsOrReply)."""
-    lim = 100 * _node_limits(c)[0]
-    return min(lim if lim > 0 else 10000, 1000000)
+    return _node_limits(c)[2]
 
 
 class _TrimArgs:
@@ -272,9 +275,8 @@ def xadd(c: Any, argv: list[bytes]) -> Any:
         # fast path: XADD key * field value ...
         a: Any = None
         field_pos = 3
-    elif a2 == b"MAXLEN" and argv[3] == b"~" and len(argv) > 6 and argv[5] == b"*" and _fast_maxlen(argv[4]):
+    elif a2 == b"MAXLEN" and argv[3] == b"~" and len(argv) > 6 and argv[5] == b"*" and (a := _approx_args(c, argv[4])):
         # fast path: XADD key MAXLEN ~ <n> * field value ... (BullMQ's events stream)
-        a = _approx_maxlen(c, argv[4])
         field_pos = 6
     else:
         a = _parse_add_trim(c, argv, True)
@@ -296,6 +298,24 @@ _FAST_MAXLEN = re.compile(rb"(0|[1-9][0-9]{0,17})\Z")
 def _fast_maxlen(b: bytes) -> bool:
     """A MAXLEN count the fast path may take as is (plain decimal, no sign, fits easily)."""
     return _FAST_MAXLEN.match(b) is not None
+
+
+#: MAXLEN count text -> its ``~`` trim options (shared, read only) for the fast paths (bounded)
+_APPROX: dict[bytes, _TrimArgs] = {}
+
+
+def _approx_args(c: Any, n: bytes) -> _TrimArgs | None:
+    """The options of ``MAXLEN ~ <n>`` without LIMIT (memoised, read only), or None when ``n`` is not a plain count
+    the fast paths take (see _fast_maxlen)."""
+    a = _APPROX.get(n)
+    if a is None or a.limit != _node_limits(c)[2]:
+        if not _fast_maxlen(n):
+            return None
+        a = _approx_maxlen(c, n)
+        if len(_APPROX) >= 256:
+            _APPROX.clear()
+        _APPROX[n] = a
+    return a
 
 
 def _approx_maxlen(c: Any, n: bytes) -> _TrimArgs:
@@ -334,7 +354,7 @@ def _xadd(c: Any, argv: list[bytes], field_pos: int, a: _TrimArgs | None) -> Any
         new = now << 64 if now > last >> 64 else last + 1
     if new <= last:
         raise XADD_ID_TOO_SMALL
-    me, mb = _node_limits(c)
+    me, mb, _ = _node_limits(c)
     s.append(new, argv[field_pos:], me, mb)
     if a is not None and a.has_strategy:
         s.trim(a.maxlen, a.minid, a.approx, a.limit)
@@ -367,9 +387,10 @@ def xadd_auto_id(c: Any, argv: list[bytes]) -> int:
 def xadd_auto_id_trimmed(c: Any, argv: list[bytes]) -> int | None:
     """``XADD key MAXLEN ~ <n> * field value ...`` (well formed) for callers that need no reply text: the
     packed ID, or None (nothing done) when ``<n>`` is not a plain count the fast path takes."""
-    if not _fast_maxlen(argv[4]):
+    a = _approx_args(c, argv[4])
+    if a is None:
         return None
-    return _xadd(c, argv, 6, _approx_maxlen(c, argv[4]))  # type: ignore[no-any-return]
+    return _xadd(c, argv, 6, a)  # type: ignore[no-any-return]
 
 
 @command("xtrim", -4, "write", 1, 1, 1, group="stream")

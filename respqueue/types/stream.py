@@ -105,22 +105,24 @@ def _ssz(b: bytes) -> int:
     return enc + 5
 
 
+#: a bounded memo of :func:`_ssz` for short elements: field names and most values repeat from entry to entry
+_SSZ_MEMO: dict[bytes, int] = {}
+_SSZ_MEMO_MAX = 4096
+
+
 def _ssz_sum(xs: list[bytes]) -> int:
-    """``sum(map(_ssz, xs))``, with short strings and small canonical integers (the usual cases) inline."""
+    """``sum(map(_ssz, xs))``, with short elements (the usual ones) from the memo."""
+    memo = _SSZ_MEMO
     t = 0
     for b in xs:
-        n = len(b)
-        if n > 18:
-            t += _ssz(b)
-        elif b.isdigit():
-            if n > 1 and b[0] == 48:
-                t += n + 2  # leading zero: stored as a string
-            else:
-                t += _isz(int(b))  # < 10**18: an int64
-        elif b[:1] == b"-":
-            t += _ssz(b)
-        else:
-            t += n + 2
+        s = memo.get(b)
+        if s is None:
+            s = _ssz(b)
+            if len(b) <= 32:
+                if len(memo) >= _SSZ_MEMO_MAX:
+                    memo.clear()
+                memo[b] = s
+        t += s
     return t
 
 
