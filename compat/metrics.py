@@ -277,7 +277,7 @@ class QueueMetrics:
             paused = _hget(meta, b"paused") is not None
         oldest = None
         w = data.get(base + b"wait")
-        if type(w) is List and len(w):
+        if isinstance(w, List) and len(w):
             jid = w._d[-1]  # BullMQ pushes on the left and takes from the right: next in line
             h = data.get(base + jid)
             ts = _int(_hget(h, b"timestamp")) if h is not None and type(h) is not bytes else None

@@ -570,3 +570,148 @@ def test_replica_keeps_a_generic_masters_rows(monkeypatch: pytest.MonkeyPatch) -
     finally:
         r.stop()
         m.stop()
+
+
+def _rows_match_containers(node: Node, q: str) -> None:
+    """Every job row with a state names a container that holds the job at that score or position, and
+    every member of a job-row container has such a row: the store's rows are the containers, exactly."""
+    r = node.r
+    r.save()
+    types = dict(rows(node, "SELECT key, type FROM keys WHERE type IN ('joblist', 'jobzset')"))
+    st = {k: (s, sc) for k, s, sc in rows(node, "SELECT key, state, score FROM keys WHERE state IS NOT NULL")}
+    prefix = f"bull:{q}:".encode()
+    want: dict[bytes, tuple[bytes, Any]] = {}
+    for ck, t in types.items():
+        if t == "joblist":
+            members = r.lrange(ck, 0, -1)
+            got = sorted((sc, k[len(prefix):]) for k, (s, sc) in st.items() if s == ck)
+            assert [m for _, m in got] == members, ck  # positions ascending in list order
+            want.update((prefix + m, (ck, None)) for m in members)
+        else:
+            for m, sc in r.zrange(ck, 0, -1, withscores=True):
+                want[prefix + m] = (ck, sc)
+    assert {k: (s, None if types[s] == "joblist" else sc) for k, (s, sc) in st.items()} == want
+
+
+def test_job_rows_follow_random_list_and_zset_commands(node: Node) -> None:
+    """Seeded random pushes, pops, moves, LINSERT/LREM/LSET/LTRIM, ZADD/ZREM/ZPOPMIN on job-row containers:
+    after each round the rows are the containers (also after every job's row was rewritten, so a stale
+    index entry for a job that left would show), and a restart gives back the same LRANGE/ZRANGE WITHSCORES."""
+    import random
+
+    rnd = random.Random(13)
+    r = node.r
+    n = 120
+    for i in range(n):
+        job(r, "q", i)
+    r.rpush("bull:q:wait", *[str(i) for i in range(60)])
+    lists = ["bull:q:wait", "bull:q:active", "bull:q:paused"]
+    zsets = ["bull:q:completed", "bull:q:failed", "bull:q:delayed"]
+
+    def free() -> list[str]:
+        used = set()
+        for lk in lists:
+            used.update(x.decode() for x in r.lrange(lk, 0, -1))
+        for zk in zsets:
+            used.update(x.decode() for x in r.zrange(zk, 0, -1))
+        return [str(i) for i in range(n) if str(i) not in used]
+
+    for rnd_no in range(6):
+        for _ in range(60):
+            op = rnd.randrange(12)
+            lk = rnd.choice(lists)
+            zk = rnd.choice(zsets)
+            f = free()
+            if op == 0 and f:
+                r.lpush(lk, rnd.choice(f))
+            elif op == 1 and f:
+                r.rpush(lk, *rnd.sample(f, min(3, len(f))))
+            elif op == 2:
+                r.lmove(lk, rnd.choice(lists), rnd.choice(["LEFT", "RIGHT"]), rnd.choice(["LEFT", "RIGHT"]))
+            elif op == 3 and f:
+                cur = r.lrange(lk, 0, -1)
+                if cur:
+                    r.linsert(lk, rnd.choice(["BEFORE", "AFTER"]), rnd.choice(cur), rnd.choice(f))
+            elif op == 4:
+                cur = r.lrange(lk, 0, -1)
+                if cur:
+                    r.lrem(lk, rnd.choice([0, 1, -1]), rnd.choice(cur))
+            elif op == 5 and f:
+                if r.llen(lk):
+                    r.lset(lk, rnd.randrange(r.llen(lk)), rnd.choice(f))
+            elif op == 6:
+                r.ltrim(lk, rnd.randrange(2), -1 - rnd.randrange(2))
+            elif op == 7 and f:
+                r.zadd(zk, {rnd.choice(f): rnd.randrange(1000) / 4})
+            elif op == 8:
+                cur = r.zrange(zk, 0, -1)
+                if cur:
+                    m = rnd.choice(cur)
+                    if rnd.random() < 0.5:
+                        r.zrem(zk, m)
+                    else:
+                        r.zadd(zk, {m: rnd.randrange(1000)})  # a score change
+            elif op == 9:
+                r.zpopmin(zk, rnd.randrange(1, 3))
+            elif op == 10:
+                jid = r.rpop(lk)
+                if jid is not None:  # BullMQ's finish: out of a list, into a zset
+                    r.zadd(zk, {jid: rnd.randrange(1000)})
+            else:
+                r.rpop(lk, rnd.randrange(1, 3))
+        _rows_match_containers(node, "q")
+        # every job's row rewritten: its state and score are then what the index says
+        pipe = r.pipeline(transaction=False)
+        for i in range(n):
+            pipe.hset(f"bull:q:{i}", "round", str(rnd_no))
+        pipe.execute()
+        _rows_match_containers(node, "q")
+        if rnd_no % 2:
+            before = {k: (r.lrange(k, 0, -1) if k in lists else r.zrange(k, 0, -1, withscores=True))
+                      for k in lists + zsets}
+            check_restart(node)
+            r = node.r
+            assert before == {k: (r.lrange(k, 0, -1) if k in lists else r.zrange(k, 0, -1, withscores=True))
+                              for k in lists + zsets}
+    # all of them job rows, nothing generic
+    assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
+    assert rows(node, "SELECT count(*) FROM zset_members") == [(0,)]
+
+
+@pytest.mark.parametrize("queues", [3, 12])
+def test_many_queues_and_an_expired_container_load(node: Node, queues: int) -> None:
+    """A few or more state containers than the load tells apart in SQL (each queue's own prefix, members
+    whose ids contain ``:``), and a container that expired while the server was down: its jobs' rows lose
+    their state."""
+    r = node.r
+    pipe = r.pipeline(transaction=False)
+    for qi in range(queues):
+        q = f"q{qi}"
+        for i in range(20):
+            jid = f"{i}" if i % 5 else f"x:{i}"  # a job id with a ':' in it: the key has two candidate prefixes
+            pipe.hset(f"bull:{q}:{jid}", "n", str(i))
+            if i % 2:
+                pipe.lpush(f"bull:{q}:wait", jid)
+            else:
+                pipe.zadd(f"bull:{q}:completed", {jid: i * 10})
+    pipe.execute()
+    for i in range(3):
+        job(r, "gone", i)
+    r.rpush("bull:gone:wait", "0", "1", "2")
+    r.pexpire("bull:gone:wait", 1500)
+    r.save()
+    assert rows(node, "SELECT count(*) FROM keys WHERE type IN ('joblist', 'jobzset')") == [(2 * queues + 1,)]
+    before = snapshot(r)
+    node.stop(signal.SIGKILL)
+    time.sleep(2.0)  # the container expires while no server runs
+    node.start()
+    r = node.r
+    before = {k: v for k, v in before.items() if k[1] != b"bull:gone:wait"}
+    assert snapshot(r) == before
+    r.set("poke", "1")
+    r.save()
+    gone = sorted((k, s) for k, s in rows(node, "SELECT key, state FROM keys") if k.startswith(b"bull:gone:"))
+    assert gone == [(b"bull:gone:0", None), (b"bull:gone:1", None), (b"bull:gone:2", None)]
+    assert rows(node, "SELECT count(*) FROM keys WHERE state IS NOT NULL") == [(queues * 20,)]
+    assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
+    check_restart(node)

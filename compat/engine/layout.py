@@ -27,15 +27,22 @@ not on a replica, whose store holds its master's rows as they are (``load(conver
 A replica (respqueue/replication/replica.py) applies its master's job rows in place (``replicate``):
 after its store has applied a group of frames it reads back each job row the group touched and moves
 the job between its in-memory containers by the change of the row's (state, score): it leaves its old
-container at its old position or score (from ``owner``) and joins the new one, O(rows in the group),
-never O(container size); its hash and its lock come from the same row. Only a container written whole
-(turning between job rows and generic rows) makes the replica reload the keys sharing rows with it.
+container at its old position or score (the container's own index) and joins the new one, O(rows in
+the group), never O(container size); its hash and its lock come from the same row. Only a container
+written whole (turning between job rows and generic rows) makes the replica reload the keys sharing
+rows with it.
 
-Memory: ``owner`` maps each owned job key to its container (a list's member: (container key, position);
-a zset's: the container key alone, its score being the container's) and ``cont`` each container to its
-members (a list: position -> job key; a zset: job key -> score), so a removal is found by position or
-member in O(1). That side index costs ~245 bytes of RSS per waiting job (docs/BENCHMARKS.md, "Job rows as
-the default").
+The containers are the index (no side index): a job-row list is a :class:`JobList` (compat/engine/
+joblist.py), a List that also maps each member (the deque's own bytes object) to its position and logs
+the members its commands removed; a job-row zset is the plain ZSet, whose dict already maps member to
+score. The layout keeps only ``reg``: db -> ``<prefix>:<queue>:`` -> {container key: container} for the
+containers kept as job rows (``stored`` JOBS). A job key's container is found from the key itself
+(``find``): each ``:`` of the key may end a registered prefix, the rest is the member, looked up in that
+prefix's few containers. A batch takes each changed container's log (list: the members removed, the
+(position, member) pairs pushed; zset: its change log), O(1) per moved job: the jobs that left and
+joined have their rows rewritten (``stamp`` reads each one's state and score from ``find``). A list
+member costs its index entry and its position (a float): ~75 B per waiting job instead of the ~300 B
+the side index (``owner`` and ``cont``) cost (docs/BENCHMARKS.md, "The containers as the index").
 """
 
 from __future__ import annotations
@@ -44,15 +51,17 @@ import heapq
 import os
 import sqlite3
 from bisect import bisect_left
-from collections import deque
+from operator import itemgetter
 from typing import Any
 
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
 from respqueue.persistence.codec import KEY_UPSERT as _KEY_UPSERT
 from respqueue.types.hash import Hash
-from respqueue.types.list import List
+from respqueue.types.positions import Positions
 from respqueue.types.zset import ZSet
+
+from .joblist import JobList
 
 JOBS = b"jobs"  # Journal.stored value of a container kept as job rows (it has no element rows)
 LIST_TYPE = "joblist"
@@ -108,32 +117,114 @@ class JobLayout:
     """The job-row codec of a journal (``Journal.layout``)."""
 
     def __init__(self) -> None:
-        # db -> job key -> (container key, score or list position)
-        # (a zset's member: the container key alone, its score being the container's index's: no tuple a job)
-        self.owner: dict[int, dict[bytes, Any]] = {}
-        # (db, container key) -> {pos: job key} (a list) or {job key: score} (a zset)
-        self.cont: dict[tuple[int, bytes], dict[Any, Any]] = {}
+        # db -> prefix ``<prefix>:<queue>:`` -> {container key: container} for the containers kept as job
+        # rows (``stored`` JOBS): a JobList (member -> position in its ``_ix``) or a ZSet (``_scores``).
+        # The containers are the index: a job key's container is found from its prefix and member.
+        self.reg: dict[int, dict[bytes, dict[bytes, Any]]] = {}
         # db -> lock keys ``<job key>:lock`` kept in their owned job's row (lock, lock_ms), not a row of their own
         self.folded: dict[int, set[bytes]] = {}
         self.dbs: list[Any] = []
         self.upsert_sql = STATE_UPSERT
 
+    # ---- the containers as the index ------------------------------------------
+    def _register(self, k: tuple[int, bytes], v: Any) -> None:
+        dbi, ckey = k
+        prefix = ckey[: ckey.rindex(b":") + 1]
+        reg = self.reg.get(dbi)
+        if reg is None:
+            reg = self.reg[dbi] = {}
+        cs = reg.get(prefix)
+        if cs is None:
+            cs = reg[prefix] = {}
+        cs[ckey] = v
+
+    def _unregister(self, k: tuple[int, bytes]) -> Any:
+        """Forget container ``k``; returns the container it was (or None)."""
+        dbi, ckey = k
+        reg = self.reg.get(dbi)
+        if not reg:
+            return None
+        prefix = ckey[: ckey.rindex(b":") + 1]
+        cs = reg.get(prefix)
+        if not cs:
+            return None
+        v = cs.pop(ckey, None)
+        if not cs:
+            del reg[prefix]
+            if not reg:
+                del self.reg[dbi]
+        return v
+
+    def container(self, k: tuple[int, bytes]) -> Any:
+        """The container kept as job rows at ``k`` (None if ``k`` is not one)."""
+        reg = self.reg.get(k[0])
+        if not reg:
+            return None
+        ckey = k[1]
+        cs = reg.get(ckey[: ckey.rindex(b":") + 1]) if b":" in ckey else None
+        return cs.get(ckey) if cs else None
+
+    def find(self, dbi: int, jk: bytes, skip: Any = None) -> tuple[bytes, Any, bytes] | None:
+        """(container key, container, member) of the job-row container holding job ``jk`` (other than
+        ``skip``), or None. ``<prefix><member>`` is the job key: each ``:`` of the key may end a prefix."""
+        reg = self.reg.get(dbi)
+        if not reg:
+            return None
+        if len(reg) == 1:  # one queue prefix in the database (the common case): one split to try
+            for p, cs in reg.items():
+                if not jk.startswith(p):
+                    return None
+                m = jk[len(p) :]
+                for ck, v in cs.items():
+                    if v is not skip and m in (v._ix if type(v) is JobList else v._scores):
+                        return ck, v, m
+            return None
+        i = jk.rfind(b":")
+        while i >= 0:
+            cs = reg.get(jk[: i + 1])
+            if cs is not None:
+                m = jk[i + 1 :]
+                for ck, v in cs.items():
+                    if v is not skip and m in (v._ix if type(v) is JobList else v._scores):
+                        return ck, v, m
+            i = jk.rfind(b":", 0, i)
+        return None
+
+    def where(self, dbi: int, jk: bytes) -> tuple[bytes, float] | None:
+        """(container key, score or list position) of owned job ``jk``, or None."""
+        f = self.find(dbi, jk)
+        if f is None:
+            return None
+        ck, v, m = f
+        return ck, (v._ix if type(v) is JobList else v._scores)[m]
+
+    @staticmethod
+    def _members(v: Any) -> list[bytes]:
+        """A container's members now and those it lost since the layout last consumed its log (every
+        member its job rows may still name)."""
+        if type(v) is JobList:
+            out = list(v._d)
+            out.extend(v._gone)
+            return out
+        out = list(v._scores)
+        out.extend(m for m, s in v.changes() or () if s is None)
+        return out
+
     # ---- batches --------------------------------------------------------------
     def before(
         self, dirty: dict[tuple[int, bytes], Any], dbs: list[Any], stored: dict[tuple[int, bytes], bytes], append: Any
     ) -> None:
-        """Called with a batch's dirty keys before they become rows: moves ownership of jobs between
-        containers, marks the job hashes whose row changes dirty, and hands a container that breaks
-        the invariants back to the generic layout (the journal then writes it whole)."""
+        """Called with a batch's dirty keys before they become rows: takes the job-row containers' change
+        logs, marks the job hashes whose row changes dirty, and hands a container that breaks the
+        invariants back to the generic layout (the journal then writes it whole)."""
         self.dbs = dbs
-        owner = self.owner
-        cont = self.cont
         touched: list[tuple[int, bytes]] = []
-        adds: list[tuple[tuple[int, bytes], Any, bytes, list[tuple[float, bytes]]]] = []
-        # one pass sorts the batch's keys: state containers, lock keys, owned job hashes
+        # (container key, container, prefix, members to check: new in it this batch)
+        adds: list[tuple[tuple[int, bytes], Any, bytes, Any]] = []
+        # one pass sorts the batch's keys: state containers, lock keys, the rest
         cands: list[tuple[int, bytes]] = []
         locks: list[tuple[int, bytes]] = []
-        owned: list[tuple[int, bytes]] = []
+        others: list[tuple[int, bytes]] = []
         for k in dirty:
             key = k[1]
             if key.endswith(_SUFFIXES):
@@ -141,26 +232,23 @@ class JobLayout:
                 continue
             if key.endswith(_LOCK):
                 locks.append(k)
-            o = owner.get(k[0])
-            if o and key in o:
-                owned.append(k)
+            others.append(k)
         for k in cands:
             dbi, ckey = k
             prefix = ckey[: ckey.rindex(b":") + 1]
-            v = dbs[dbi].data.get(ckey)
+            data = dbs[dbi].data
+            v = data.get(ckey)
             rt = None if v is None or type(v) is bytes else v.rtype
             old = stored.get(k)
             if old == JOBS:
-                m = cont.get(k)
+                r = self.container(k)
                 if (
-                    m is not None
-                    and v is not None
+                    r is not None
+                    and v is r
                     and v.attached(k)
-                    and (rt == _LIST) == (type(m) is _PosMap)
+                    and (rt == _ZSET or v._ix is not None)
                 ):
-                    add = self._consume(k, v, rt, m, prefix, touched)
-                    if add:
-                        adds.append((k, v, rt, add))
+                    self._consume(k, v, prefix, touched, adds, stored, dirty)
                     continue
                 self._release_all(k, touched)
                 if v is None:
@@ -176,59 +264,50 @@ class JobLayout:
                 if sql is not None:
                     append((sql, k, False))
                 del stored[k]
+            # a job-row container moved here (RENAME, MOVE) from a key not handled yet: it leaves that key
+            jk0 = v.journal_key
+            if jk0 is not None and jk0 != k and self.container(jk0) is v:
+                self._release_all(jk0, touched)
             if rt == _LIST:
+                if type(v) is not JobList:
+                    v = JobList.of(v)
+                    data[ckey] = v
                 v.attach(k)
-                cont[k] = _PosMap()
-                add = [(p, prefix + x) for p, x in v.positioned()]
+                if not v.reindex():
+                    v.unindex()
+                    v.journal_key = None  # the journal writes it whole, as generic rows
+                    continue
+                new: Any = v._ix
             else:
                 v.attach(k)
-                cont[k] = {}
-                add = [(s, prefix + x) for s, x in v.items()]
+                new = v._scores
             stored[k] = JOBS
-            adds.append((k, v, rt, add))
+            self._register(k, v)
+            adds.append((k, v, prefix, list(new)))
         # new members: every job hash must exist, and no job may be in two places
-        for k, _v, rt, add in adds:
-            dbi, ckey = k
-            o = owner.get(dbi)
-            if o is None:
-                o = owner[dbi] = {}
+        for k, v, prefix, new in adds:
+            if self.container(k) is not v:
+                continue  # fell back meanwhile
+            dbi = k[0]
             data = dbs[dbi].data
             ok = True
-            if rt == _LIST:
-                seen: set[bytes] = set()
-                for _p, jk in add:
-                    if not isinstance(data.get(jk), Hash) or jk in o or jk in seen:
-                        ok = False
-                        break
-                    seen.add(jk)
-            else:
-                for _s, jk in add:
-                    cur = o.get(jk)
-                    if not isinstance(data.get(jk), Hash) or (cur is not None and _ck(cur) != ckey):
-                        ok = False
-                        break
+            for m in new:
+                jk = prefix + m
+                if not isinstance(data.get(jk), Hash) or self.find(dbi, jk, v) is not None:
+                    ok = False
+                    break
+                touched.append((dbi, jk))
             if not ok:
-                self._fallback(k, dbs, stored, dirty, touched)
-                continue
-            m = cont[k]
-            ckey = _v.journal_key[1]  # the container's own key object, one for all its members' index entries
-            if rt == _LIST:
-                for p, jk in add:
-                    m[p] = jk
-                    o[jk] = (ckey, p)
-                    touched.append((dbi, jk))
-            else:
-                for s, jk in add:
-                    m[jk] = s
-                    o[jk] = ckey
-                    touched.append((dbi, jk))
+                self._fallback(k, v, stored, dirty, touched)
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
-        for k in owned:
-            o = owner.get(k[0])
-            if o:
-                cur = o.get(k[1])
-                if cur is not None and not isinstance(dbs[k[0]].data.get(k[1]), Hash):
-                    self._fallback((k[0], _ck(cur)), dbs, stored, dirty, touched)
+        if self.reg:
+            for k in others:
+                dbi, key = k
+                if not isinstance(dbs[dbi].data.get(key), Hash):
+                    f = self.find(dbi, key)
+                    while f is not None:
+                        self._fallback((dbi, f[0]), f[1], stored, dirty, touched)
+                        f = self.find(dbi, key)
         if locks or self.folded:
             self._locks(locks, dirty, dbs, append, touched)
         for t in touched:
@@ -246,8 +325,8 @@ class JobLayout:
         """A job's lock key ``<job key>:lock`` (a string with a TTL, set when the job goes active and
         deleted when it finishes) is written into its job's row while the job is owned: the lock's
         changes then cost no row of their own, as the job's row is rewritten in the same batch."""
-        owner = self.owner
         folded = self.folded
+        find = self.find
         for k in locks:
             lk = k[1]
             dbi = k[0]
@@ -256,8 +335,7 @@ class JobLayout:
             if fs is None:
                 fs = folded[dbi] = set()
             val = dbs[dbi].data.get(lk)
-            o = owner.get(dbi)
-            if type(val) is bytes and o and jk in o:
+            if type(val) is bytes and find(dbi, jk) is not None:
                 if lk not in fs:
                     fs.add(lk)
                     if not dirty[k]:  # the store may hold a row of its own: it goes
@@ -274,104 +352,102 @@ class JobLayout:
             fs = folded.get(dbi)
             if fs:
                 lk = jk + _LOCK
-                if lk in fs:
-                    o = owner.get(dbi)
-                    if not o or jk not in o:
-                        fs.discard(lk)
-                        if lk in dbs[dbi].data:
-                            dirty[(dbi, lk)] = False
+                if lk in fs and find(dbi, jk) is None:
+                    fs.discard(lk)
+                    if lk in dbs[dbi].data:
+                        dirty[(dbi, lk)] = False
 
     def _consume(
         self,
         k: tuple[int, bytes],
         v: Any,
-        rt: bytes,
-        m: dict[Any, Any],
         prefix: bytes,
         touched: list[tuple[int, bytes]],
-    ) -> list[tuple[float, bytes]]:
-        """Take a job-row container's change log: release the members it lost, return the ones it gained."""
-        jl = v.take_changes()
-        if not jl:
-            return []
-        o = self.owner.get(k[0]) or {}
-        ckey = k[1]
-        add: list[tuple[float, bytes]] = []
-        if rt == _LIST:
-            for pos, val in dict(jl).items():
-                jk = m.get(pos)
-                if val is None:
-                    if jk is not None:
-                        del m[pos]
-                        _release(o, jk, ckey, k[0], touched)
-                    continue
-                nk = prefix + val
-                if jk is not None:
-                    if jk == nk:
-                        continue
-                    del m[pos]
-                    _release(o, jk, ckey, k[0], touched)
-                add.append((pos, nk))
+        adds: list[tuple[tuple[int, bytes], Any, bytes, Any]],
+        stored: dict[tuple[int, bytes], bytes],
+        dirty: dict[tuple[int, bytes], Any],
+    ) -> None:
+        """Take a job-row container's change log: the members it lost and gained have their rows
+        rewritten; those it gained are checked (``adds``). O(changes)."""
+        jl = v.take_changes() or ()
+        dbi = k[0]
+        if type(v) is JobList:
+            gone = v._gone
+            if not jl and not gone:
+                return
+            if gone:
+                v._gone = []
+                touched.extend([(dbi, prefix + m) for m in gone])
+            if v._dup and not v.reindex():
+                self._fallback(k, v, stored, dirty, touched)
+                return
+            ix = v._ix
+            new = [x for pos, x in jl if x is not None and ix.get(x) == pos]
         else:
-            for mem, s in dict(jl).items():
-                jk = prefix + mem
-                if s is None:
-                    if m.pop(jk, None) is not None:
-                        _release(o, jk, ckey, k[0], touched)
-                else:
-                    add.append((s, jk))
-        return add
+            if not jl:
+                return
+            changed = dict(jl)
+            touched.extend([(dbi, prefix + m) for m in changed])
+            new = [m for m, s in changed.items() if s is not None]
+        if new:
+            adds.append((k, v, prefix, new))
 
     def _release_all(self, k: tuple[int, bytes], touched: list[tuple[int, bytes]]) -> None:
-        m = self.cont.pop(k, None)
-        if not m:
+        """Container ``k`` is no longer job rows (deleted, replaced, renamed away): its members' rows
+        (and those of the members it lost since the last batch) are rewritten."""
+        v = self._unregister(k)
+        if v is None:
             return
-        o = self.owner.get(k[0]) or {}
-        for jk in m.values() if type(m) is _PosMap else m:
-            _release(o, jk, k[1], k[0], touched)
+        dbi, ckey = k
+        prefix = ckey[: ckey.rindex(b":") + 1]
+        touched.extend([(dbi, prefix + m) for m in self._members(v)])
+        if type(v) is JobList and v.journal_key == k:
+            v._gone = []
 
     def _fallback(
         self,
         k: tuple[int, bytes],
-        dbs: list[Any],
+        v: Any,
         stored: dict[tuple[int, bytes], bytes],
         dirty: dict[tuple[int, bytes], Any],
         touched: list[tuple[int, bytes]],
     ) -> None:
         """Container ``k`` goes back to generic rows: the journal writes it whole in this batch."""
-        self._release_all(k, touched)
+        self._unregister(k)
+        dbi, ckey = k
+        prefix = ckey[: ckey.rindex(b":") + 1]
+        touched.extend([(dbi, prefix + m) for m in self._members(v)])
+        if type(v) is JobList:
+            v.unindex()
         if stored.get(k) == JOBS:
             del stored[k]
-        v = dbs[k[0]].data.get(k[1])
-        if v is not None and type(v) is not bytes:
-            v.journal_key = None  # written whole
+        v.journal_key = None  # written whole
         if k not in dirty:
             dirty[k] = False
 
     def stamp(self, kup: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Split a batch's ``keys`` upserts into plain rows and job rows (with state and score)."""
-        owner = self.owner
-        if not owner:
+        if not self.reg:
             return kup, []
         plain = []
         jobs = []
         folded = self.folded
         dbs = self.dbs
+        find = self.find
         for row in kup:
-            o = owner.get(row[0])
-            cur = o.get(row[1]) if o else None
-            if cur is None:
+            f = find(row[0], row[1]) if row[2] == "hash" else None
+            if f is None:
                 plain.append(row)
                 continue
-            if type(cur) is not tuple:  # a zset's member: its score is in the container's index
-                cur = (cur, self.cont[(row[0], cur)][row[1]])
+            ck, v, m = f
+            s = (v._ix if type(v) is JobList else v._scores)[m]
             fs = folded.get(row[0])
             lk = row[1] + _LOCK
             if fs and lk in fs:
                 db = dbs[row[0]]
-                jobs.append((*row, cur[0], cur[1], db.data.get(lk), db.expires.get(lk)))
+                jobs.append((*row, ck, s, db.data.get(lk), db.expires.get(lk)))
             else:
-                jobs.append((*row, cur[0], cur[1], None, None))
+                jobs.append((*row, ck, s, None, None))
         return plain, jobs
 
     def row_type(self, rt: bytes) -> str:
@@ -380,26 +456,17 @@ class JobLayout:
 
     # ---- databases ------------------------------------------------------------
     def flushed(self, dbi: int) -> None:
-        self.owner.pop(dbi, None)
+        self.reg.pop(dbi, None)
         self.folded.pop(dbi, None)
-        for k in [k for k in self.cont if k[0] == dbi]:
-            del self.cont[k]
 
     def swapped(self, a: int, b: int) -> None:
-        oa = self.owner.pop(a, None)
-        ob = self.owner.pop(b, None)
-        if oa is not None:
-            self.owner[b] = oa
-        if ob is not None:
-            self.owner[a] = ob
-        fa = self.folded.pop(a, None)
-        fb = self.folded.pop(b, None)
-        if fa is not None:
-            self.folded[b] = fa
-        if fb is not None:
-            self.folded[a] = fb
-        swap = {a: b, b: a}
-        self.cont = {(swap.get(k[0], k[0]), k[1]): m for k, m in self.cont.items()}
+        for m in (self.reg, self.folded):
+            ma = m.pop(a, None)
+            mb = m.pop(b, None)
+            if ma is not None:
+                m[b] = ma  # type: ignore[index]
+            if mb is not None:
+                m[a] = mb  # type: ignore[index]
 
     # ---- reloading keys from the store (a failed batch rolled back, a replica's applied frame) ------
     def touches(self, k: tuple[int, bytes]) -> bool:
@@ -407,8 +474,7 @@ class JobLayout:
         dbi, key = k
         if key.endswith(_SUFFIXES):
             return True
-        o = self.owner.get(dbi)
-        if o and key in o:
+        if self.find(dbi, key) is not None:
             return True
         fs = self.folded.get(dbi)
         return bool(fs) and key in fs
@@ -426,22 +492,22 @@ class JobLayout:
             dbi, key = k
             new: list[bytes] = []
             if key.endswith(_SUFFIXES):
-                m = self.cont.get(k)
-                if m:
-                    new.extend(m.values() if type(m) is _PosMap else m)
+                v = self.container(k)
+                if v is not None:
+                    prefix = key[: key.rindex(b":") + 1]
+                    new.extend([prefix + m for m in self._members(v)])
                 if members_of is not None:
                     new.extend(members_of(k))
             if key.endswith(_LOCK):
                 new.append(key[:-5])
             else:
-                o = self.owner.get(dbi)
-                cur = o.get(key) if o else None
+                f = self.find(dbi, key)
                 st = state_of(k)
-                if cur is not None:
-                    new.append(_ck(cur))
+                if f is not None:
+                    new.append(f[0])
                 if st is not None:
                     new.append(st)
-                if cur is not None or st is not None:
+                if f is not None or st is not None:
                     new.append(key + _LOCK)
             for nk in new:
                 t = (dbi, bytes(nk))
@@ -452,21 +518,18 @@ class JobLayout:
 
     def adopt(self, fresh: JobLayout, keys: Any) -> None:
         """After ``keys`` were reloaded (see ``related``): their job-row state is ``fresh``'s, a layout
-        that loaded just their rows."""
-        owner = self.owner
+        that loaded just their rows (its containers are now in the keyspace)."""
         folded = self.folded
-        cont = self.cont
-        for dbi, key in keys:
-            o = owner.get(dbi)
-            if o:
-                o.pop(key, None)
-            cont.pop((dbi, key), None)
-            fs = folded.get(dbi)
+        for k in keys:
+            if k[1].endswith(_SUFFIXES):
+                self._unregister(k)
+            fs = folded.get(k[0])
             if fs:
-                fs.discard(key)
-        for dbi, o in fresh.owner.items():
-            owner.setdefault(dbi, {}).update(o)
-        cont.update(fresh.cont)
+                fs.discard(k[1])
+        for dbi, reg in fresh.reg.items():
+            for cs in reg.values():
+                for ckey, v in cs.items():
+                    self._register((dbi, ckey), v)
         for dbi, fs in fresh.folded.items():
             folded.setdefault(dbi, set()).update(fs)
 
@@ -485,7 +548,6 @@ class JobLayout:
 
         self.dbs = dbs
         ndb = len(dbs)
-        owner = self.owner
         folded = self.folded
         upsert = self.upsert_sql
         conts: dict[tuple[int, bytes], Any] = {}  # job-row containers in the frame -> their keys row (or None)
@@ -495,7 +557,6 @@ class JobLayout:
             dbi, key = k
             if not 0 <= dbi < ndb:
                 continue
-            o = owner.get(dbi)
             if key.endswith(_SUFFIXES):
                 row = _last_row(kops, upsert, True)
                 if row is _UNKNOWN:
@@ -503,14 +564,14 @@ class JobLayout:
                 new_job = row is not None and row[0] in _ROW_TYPES
                 old_job = stored.get(k) == JOBS
                 if not new_job and not old_job:
-                    if o and key in o:
+                    if self.find(dbi, key) is not None:
                         return None  # a job hash whose key looks like a container (a job id "wait"...)
                     continue  # a generic container: the generic path
                 if any(sql not in _CONT_OPS for sql, _ in kops):
                     return None  # element rows: written whole, from or to generic rows
                 if old_job:
-                    m = self.cont.get(k)
-                    if m is None or (new_job and (row[0] == LIST_TYPE) != (type(m) is _PosMap)):
+                    m = self.container(k)
+                    if m is None or (new_job and (row[0] == LIST_TYPE) != (type(m) is JobList)):
                         return None
                 elif key in dbs[dbi].data:
                     return None  # generic in memory (a small list in one row ...), job rows now
@@ -519,7 +580,7 @@ class JobLayout:
             if key.endswith(_LOCK):
                 locks.append(k)
                 continue
-            if (o and key in o) or any(sql == upsert for sql, _ in kops):
+            if any(sql == upsert for sql, _ in kops) or self.find(dbi, key) is not None:
                 jobs.append(k)
         # the jobs' rows as they are now: their hashes and locks come back from them
         moves: list[tuple[int, bytes, tuple[bytes, float] | None, tuple[bytes, float] | None]] = []
@@ -531,7 +592,7 @@ class JobLayout:
             if row is _UNKNOWN:
                 row = conn.execute(_JOB_FULL_ROW, k).fetchone()
             new = None if row is None or row[0] is None else (bytes(row[0]), row[1])
-            cur = self._where(dbi, jk)
+            cur = self.where(dbi, jk)
             if cur != new:
                 moves.append((dbi, jk, cur, new))
             if row is not None and row[4] == "hash" and row[6] is not None:
@@ -573,7 +634,7 @@ class JobLayout:
                     raise ReplicaMismatch(f"container {ckey!r} has no row but holds {len(v)} members")
                 db.data.pop(ckey, None)
                 db.expires.pop(ckey, None)
-                self.cont.pop(k, None)
+                self._unregister(k)
                 stored.pop(k, None)
                 continue
             if v is None or not len(v):
@@ -615,13 +676,6 @@ class JobLayout:
         out.update(locks)
         return out
 
-    def _where(self, dbi: int, jk: bytes) -> tuple[bytes, float] | None:
-        """(container key, score or position) of owned job ``jk``, or None."""
-        o = self.owner.get(dbi)
-        cur = o.get(jk) if o else None
-        if cur is None or type(cur) is tuple:
-            return cur
-        return (cur, self.cont[(dbi, cur)][jk])
 
     def _leave(
         self, db: Any, dbi: int, jk: bytes, cur: tuple[bytes, float], conts: dict[tuple[int, bytes], Any]
@@ -629,14 +683,15 @@ class JobLayout:
         """Take job ``jk`` out of its container ``cur`` = (key, score or position), in memory."""
         ckey, s = cur
         k = (dbi, ckey)
-        m = self.cont.get(k)
-        v = db.data.get(ckey)
-        if m is None or v is None or type(v) is bytes:
+        v = self.container(k)
+        if v is None or db.data.get(ckey) is not v:
             raise ReplicaMismatch(f"job {jk!r}: no container {ckey!r}")
-        if type(m) is _PosMap:
-            if m.get(s) != jk:
+        member = jk[ckey.rindex(b":") + 1 :]
+        if type(v) is JobList:
+            ix = v._ix
+            if ix is None or ix.get(member) != s:
                 raise ReplicaMismatch(f"job {jk!r}: not at {s} in {ckey!r}")
-            del m[s]
+            del ix[member]
             p, d = v._p, v._d
             if p[0] == s:
                 p.popleft()
@@ -649,14 +704,13 @@ class JobLayout:
                 del p[i]
                 del d[i]
         else:
-            if m.pop(jk, None) is None:
+            if member not in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
             log = v.pause_log()  # the store has these changes already: nothing to log for the journal
             try:
-                v.remove(jk[ckey.rindex(b":") + 1 :])
+                v.remove(member)
             finally:
                 v.resume_log(log)
-        del self.owner[dbi][jk]
         if not len(v) and k not in conts:
             raise ReplicaMismatch(f"container {ckey!r} emptied, its row untouched")
 
@@ -672,33 +726,28 @@ class JobLayout:
         """Put job ``jk`` into its container ``new`` = (key, score or position), in memory."""
         ckey, s = new
         k = (dbi, ckey)
-        m = self.cont.get(k)
-        v = db.data.get(ckey)
-        if m is None:
+        v = self.container(k)
+        if v is None:
             row = conts.get(k)
-            if row is None or v is not None:
+            if row is None or ckey in db.data:
                 raise ReplicaMismatch(f"job {jk!r}: its container {ckey!r} is not job rows")
-            ckey = k[1]  # one key object for the container and its members' index entries
             if row[0] == LIST_TYPE:
-                v = List()
-                v.attach(k, positions=deque())
-                m = _PosMap()
+                v = JobList()
+                v.attach(k, positions=Positions())
+                v._ix = {}
             else:
                 v = ZSet()
                 v.attach(k)
-                m = {}
             db.data[ckey] = v
-            self.cont[k] = m
+            self._register(k, v)
             stored[k] = JOBS
-        else:
-            if v is None or type(v) is bytes or v.journal_key != k:
-                raise ReplicaMismatch(f"job {jk!r}: container {ckey!r} out of step")
-            ckey = v.journal_key[1]  # the container's own key object (not one per job)
+        elif db.data.get(ckey) is not v or v.journal_key != k:
+            raise ReplicaMismatch(f"job {jk!r}: container {ckey!r} out of step")
         member = jk[ckey.rindex(b":") + 1 :]
-        if type(m) is _PosMap:
-            if s in m:
-                raise ReplicaMismatch(f"job {jk!r}: position {s} of {ckey!r} is taken")
-            m[s] = jk
+        if type(v) is JobList:
+            ix = v._ix
+            if ix is None or member in ix:
+                raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
             p, d = v._p, v._d
             if not p or s > p[-1]:
                 p.append(s)
@@ -708,21 +757,19 @@ class JobLayout:
                 d.appendleft(member)
             else:
                 i = bisect_left(p, s)
+                if i < len(p) and p[i] == s:
+                    raise ReplicaMismatch(f"job {jk!r}: position {s} of {ckey!r} is taken")
                 p.insert(i, s)
                 d.insert(i, member)
+            ix[member] = s
         else:
-            if jk in m:
+            if member in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
-            m[jk] = s
             log = v.pause_log()
             try:
                 v.add(member, s)
             finally:
                 v.resume_log(log)
-        o = self.owner.get(dbi)
-        if o is None:
-            o = self.owner[dbi] = {}
-        o[jk] = (ckey, s) if type(m) is _PosMap else ckey
 
     # ---- start-up -------------------------------------------------------------
     def load(
@@ -743,10 +790,16 @@ class JobLayout:
         ndb = len(dbs)
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
         generic: list[tuple[int, bytes]] = []
-        for dbi, key, typ, exp in conn.execute(
-            "SELECT db, key, type, expire_ms FROM keys WHERE type IN ('joblist', 'jobzset', 'list', 'zset')"
+        locked: list[tuple[int, bytes, bytes, int | None]] = []
+        # one scan finds the containers and the locks kept in job rows (only ever written in an owned row)
+        for dbi, key, typ, exp, lock, lock_ms in conn.execute(
+            "SELECT db, key, type, expire_ms, lock, lock_ms FROM keys"
+            " WHERE type IN ('joblist', 'jobzset', 'list', 'zset') OR (lock IS NOT NULL AND state IS NOT NULL)"
         ):
             if not 0 <= dbi < ndb:
+                continue
+            if lock is not None:
+                locked.append((dbi, bytes(key), lock, lock_ms))
                 continue
             k = (dbi, bytes(key))
             if typ == "list" or typ == "zset":
@@ -757,53 +810,40 @@ class JobLayout:
             else:
                 conts[k] = (typ, exp)
         loaded = 0
-        # one scan, into a (score, key) list per container, each sorted here (cheaper than SQLite's sorter;
-        # the scan's row tuples die as it goes, so they leave no holes in the heap among the index's
-        # objects). A job's lock (lock, lock_ms) is only ever written in an owned row.
-        buckets: dict[tuple[int, bytes], list[tuple[float, bytes]]] = {}
-        locked = []
-        for r in conn.execute("SELECT db, state, score, key, lock, lock_ms FROM keys WHERE state IS NOT NULL"):
-            bk = (r[0], r[1])
-            b = buckets.get(bk)
-            if b is None:
-                b = buckets[(r[0], bytes(r[1]))] = []
-            b.append((r[2], r[3]))
-            if r[4] is not None:
-                locked.append(r)
-        for k in sorted(buckets):
-            group = buckets.pop(k)
-            dbi = k[0]
-            meta = conts.pop(k, None) if 0 <= dbi < ndb else None
-            if meta is None:
-                # a state naming no job-row container (it expired): rewrite those rows without it
-                for _s, jk in group:
-                    dirty.setdefault((dbi, jk), False)
+        live = list(conts)
+        groups, orphans = _scan_members(conn, live)
+        for dbi, jk in orphans:
+            # a state naming no job-row container (it expired): rewrite those rows without it
+            if 0 <= dbi < ndb:
+                dirty.setdefault((dbi, bytes(jk)), False)
+        for i, k in enumerate(live):
+            group = groups[i]
+            if not group:
                 continue
-            group.sort()
-            ckey = k[1]
-            plen = ckey.rindex(b":") + 1
-            scores = [r[0] for r in group]
-            jks = [r[1] for r in group]
-            del group  # its pairs' memory goes to the index's own tuples below
-            members = [jk[plen:] for jk in jks]
+            dbi, ckey = k
+            meta = conts.pop(k)
+            if meta[0] == LIST_TYPE:
+                group.sort(key=_SCORE)  # positions are unique: a sort of floats
+            else:
+                group.sort(key=_SCORE_MEMBER)  # ties in member order, as ZSet keeps them
+            scores = list(map(_SCORE, group))
+            members = list(map(_MEMBER, group))
+            groups[i] = None
+            del group
             db = dbs[dbi]
-            o = self.owner.get(dbi)
-            if o is None:
-                o = self.owner[dbi] = {}
             v: Any
             if meta[0] == LIST_TYPE:
-                v = List(members)
-                v.attach(k, positions=deque(scores))
-                m: dict[Any, Any] = _PosMap(zip(scores, jks, strict=True))
+                v = JobList(members)
+                v.attach(k, positions=Positions.of(scores))
+                # the member bytes are the deque's own, the positions the scan's floats
+                v._ix = dict(zip(members, scores, strict=True))
+                if len(v._ix) != len(members):
+                    v._dup = True  # (a store cannot hold that: one row per job)
             else:
                 v = ZSet.from_sorted(list(zip(scores, members, strict=True)))
                 v.attach(k)
-                m = dict(zip(jks, scores, strict=True))
-            if meta[0] == LIST_TYPE:
-                o.update(zip(jks, [(ckey, s) for s in scores], strict=True))
-            else:
-                o.update(dict.fromkeys(jks, ckey))
-            self.cont[k] = m
+            del scores, members
+            self._register(k, v)
             db.data[ckey] = v
             stored[k] = JOBS
             if meta[1] is not None:
@@ -812,10 +852,8 @@ class JobLayout:
             loaded += 1
         for k in conts:  # a container row without members (cannot be written so): drop it
             dirty[k] = None
-        # locks kept in their job's row
-        for dbi, _state, _score, jk, lock, lock_ms in locked:
-            if not 0 <= dbi < ndb:
-                continue
+        # locks kept in their job's row (only ever written in an owned row)
+        for dbi, jk, lock, lock_ms in locked:
             if lock_ms is not None and lock_ms <= now:
                 dirty.setdefault((dbi, jk), False)  # expired: the job's row is rewritten without it
                 continue
@@ -825,8 +863,7 @@ class JobLayout:
             if lock_ms is not None:
                 db.expires[lk] = lock_ms
                 heapq.heappush(db.expire_heap, (lock_ms, lk))
-            o = self.owner.get(dbi)
-            if o and jk in o:
+            if self.find(dbi, jk) is not None:
                 self.folded.setdefault(dbi, set()).add(lk)
             else:  # its job is not kept as a job row any more: the lock gets a row of its own
                 dirty[(dbi, lk)] = False
@@ -863,22 +900,57 @@ def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any
     return last
 
 
-class _PosMap(dict):  # type: ignore[type-arg]
-    """A list container's members: position -> job key."""
-
-    __slots__ = ()
-
-
-def _ck(cur: Any) -> bytes:
-    """The container key of an ``owner`` entry: (key, position) for a list's member, the key for a zset's."""
-    return cur if type(cur) is not tuple else cur[0]
+_SCORE = itemgetter(1)
+_MEMBER = itemgetter(2)
+_SCORE_MEMBER = itemgetter(1, 2)
+_CASE_MAX = 16  # containers told apart by SQLite in the members' scan (more: by their state, here)
 
 
-def _release(o: dict[bytes, Any], jk: bytes, ckey: bytes, dbi: int, touched: list[tuple[int, bytes]]) -> None:
-    cur = o.get(jk)
-    if cur is not None and _ck(cur) == ckey:
-        del o[jk]
-        touched.append((dbi, jk))
+def _scan_members(
+    conn: sqlite3.Connection, live: list[tuple[int, bytes]]
+) -> tuple[list[Any], list[tuple[int, bytes]]]:
+    """One scan of the rows with a state: per container of ``live`` (its index there) a list of
+    ``(index, score, member)`` rows, and the (db, key) of the rows naming none of them. Up to
+    ``_CASE_MAX`` containers SQLite names each row's container (a small int) and cuts its member out of
+    its key, so a row costs three small columns and no object of ours; more take the state and key of
+    each row."""
+    groups: list[Any] = [[] for _ in live]
+    orphans: list[tuple[int, bytes]] = []
+    if not live:
+        return groups, [(r[0], r[1]) for r in conn.execute("SELECT db, key FROM keys WHERE state IS NOT NULL")]
+    if len(live) <= _CASE_MAX:
+        case = " ".join(["WHEN db = ? AND state = ? THEN ?"] * len(live))
+        cpar = [x for i, k in enumerate(live) for x in (k[0], k[1], i)]
+        lpar = [x for k in live for x in (k[0], k[1], k[1].rindex(b":") + 2)]
+        rows = conn.execute(
+            f"SELECT CASE {case} ELSE -1 END, score, substr(key, CASE {case} ELSE 1 END)"  # noqa: S608
+            " FROM keys WHERE state IS NOT NULL",
+            cpar + lpar,
+        ).fetchall()
+        if len(live) == 1 and all(r[0] == 0 for r in rows):
+            groups[0] = rows
+        else:
+            for r in rows:
+                if r[0] >= 0:
+                    groups[r[0]].append(r)
+            if any(r[0] < 0 for r in rows):
+                orphans = [
+                    (r[0], r[1])
+                    for r in conn.execute(
+                        f"SELECT db, key FROM keys WHERE state IS NOT NULL AND CASE {case} ELSE -1 END < 0",  # noqa: S608
+                        cpar,
+                    )
+                ]
+        return groups, orphans
+    idx = {k: i for i, k in enumerate(live)}
+    plens = [k[1].rindex(b":") + 1 for k in live]
+    for dbi, st, sc, key in conn.execute("SELECT db, state, score, key FROM keys WHERE state IS NOT NULL"):
+        i = idx.get((dbi, bytes(st)))
+        if i is None:
+            orphans.append((dbi, bytes(key)))
+        else:
+            groups[i].append((i, sc, bytes(key[plens[i] :])))
+    return groups, orphans
 
 
 def _make(conn: sqlite3.Connection) -> JobLayout | None:

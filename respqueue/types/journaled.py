@@ -58,6 +58,10 @@ class Journaled:
             self._jlog = []
         return jl
 
+    def changes(self) -> list[Any] | None:
+        """The changes logged since the last take, left in the log (None when detached)."""
+        return self._jlog
+
     def pause_log(self) -> list[Any] | None:
         """Stop logging for changes the store has already (a replica applying its master's rows); returns
         the log to give back to :meth:`resume_log`."""

@@ -114,3 +114,16 @@ class Positions:
 
             return deque(islice(self.q, start, stop))
         return Positions(self.first + start, max(0, min(stop, self.n) - start))
+
+    @classmethod
+    def of(cls, xs: list[float]) -> Positions | deque[float]:
+        """Positions for the ascending ``xs``: a run when they are consecutive integers, else a deque."""
+        n = len(xs)
+        if not n:
+            return cls()
+        f = xs[0]
+        if float(f).is_integer() and xs[-1] - f == n - 1:
+            i = int(f)
+            if xs == list(map(float, range(i, i + n))):
+                return cls(f, n)
+        return deque(xs)

@@ -1,0 +1,182 @@
+"""A BullMQ state list kept as job rows: a List that is its own index (member -> position).
+
+A job-row list (compat/engine/layout.py) needs, for each member, its position (the ``score`` of the
+member's job row) and, for a batch, which members left it. :class:`JobList` keeps both beside the
+deque: ``_ix`` maps each member (the very bytes object the deque holds) to its position, and
+``_gone`` collects the members its commands removed since the layout last looked. Every mutator of
+List keeps them in step, O(1) per element pushed or popped (LINSERT, LREM, LTRIM: O(elements
+removed or searched), as the List's own work). A member pushed while already present (Redis allows
+it, BullMQ never does) cannot be indexed by value: ``_dup`` is set and the layout rebuilds the index
+(or hands the list back to the generic rows) at the end of the batch.
+
+``_ix`` is None while the list is not kept as job rows (it fell back to generic rows, or was
+detached as a small one-row list): the class then behaves as a plain List.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from itertools import islice
+
+from respqueue.types.list import List
+from respqueue.types.positions import Positions
+
+
+class JobList(List):
+    """A List with a member -> position index (while ``_ix`` is not None) and a log of members removed."""
+
+    __slots__ = ("_ix", "_gone", "_dup")
+
+    def __init__(self, items: Iterable[bytes] = ()) -> None:
+        super().__init__(items)
+        self._ix: dict[bytes, float] | None = None
+        self._gone: list[bytes] = []
+        self._dup = False
+
+    @classmethod
+    def of(cls, v: List) -> JobList:
+        """A JobList taking over ``v``'s elements (its deque, not a copy); not indexed yet (see ``attach``)."""
+        j = cls.__new__(cls)
+        j._d = v._d
+        j._p = None
+        j._jlog = None  # detached: the layout attaches it (written whole)
+        j._jkey = v.journal_key
+        j._ix = None
+        j._gone = []
+        j._dup = False
+        return j
+
+    def copy(self) -> List:
+        return List(self._d)
+
+    # ---- the index ---------------------------------------------------------
+    def attach(
+        self, jkey: tuple[int, bytes] | None, first: float = 0.0, positions: Positions | deque[float] | None = None
+    ) -> None:
+        """Start logging as List does, not indexed (the journal's generic rows); the layout then calls
+        ``reindex`` for job rows."""
+        super().attach(jkey, first, positions)
+        self.unindex()
+
+    def detach(self, jkey: tuple[int, bytes] | None = None) -> None:
+        super().detach(jkey)
+        self.unindex()
+
+    def unindex(self) -> None:
+        """Not job rows any more: drop the index (a plain List from now on)."""
+        self._ix = None
+        self._gone = []
+        self._dup = False
+
+    def reindex(self) -> bool:
+        """Rebuild the index from the elements and their positions, O(n); False when a member is in the
+        list twice (``_dup`` stays set: it cannot be kept as job rows)."""
+        assert self._p is not None
+        ix = self._ix = dict(zip(self._d, self._p, strict=True))
+        self._dup = len(ix) != len(self._d)
+        return not self._dup
+
+    def _added(self, lo: int, hi: int) -> None:
+        """Index the elements at indexes ``lo .. hi - 1`` (just pushed or inserted)."""
+        ix = self._ix
+        assert ix is not None and self._p is not None
+        d = self._d
+        p = self._p
+        for i in range(lo, hi):
+            v = d[i]
+            if v in ix:
+                self._dup = True
+            ix[v] = p[i]
+
+    def _removed(self, values: Iterable[bytes]) -> None:
+        ix = self._ix
+        assert ix is not None
+        gone = self._gone
+        for v in values:
+            ix.pop(v, None)
+            gone.append(v)
+
+    # ---- List's mutators, keeping the index --------------------------------
+    def push_left(self, values: Iterable[bytes]) -> int:
+        if self._ix is None:
+            return super().push_left(values)
+        values = list(values)
+        n = super().push_left(values)
+        self._added(0, len(values))
+        return n
+
+    def push_right(self, values: Iterable[bytes]) -> int:
+        if self._ix is None:
+            return super().push_right(values)
+        values = list(values)
+        n = super().push_right(values)
+        self._added(n - len(values), n)
+        return n
+
+    def push_one(self, value: bytes, left: bool) -> None:
+        super().push_one(value, left)
+        ix = self._ix
+        if ix is not None:
+            if value in ix:
+                self._dup = True
+            ix[value] = self._p[0] if left else self._p[-1]  # type: ignore[index]
+
+    def pop_one(self, left: bool) -> bytes:
+        v = super().pop_one(left)
+        ix = self._ix
+        if ix is not None:
+            ix.pop(v, None)
+            self._gone.append(v)
+        return v
+
+    def pop_many(self, count: int, left: bool) -> list[bytes]:
+        out = super().pop_many(count, left)
+        if self._ix is not None:
+            self._removed(out)
+        return out
+
+    def set(self, index: int, value: bytes) -> None:
+        if self._ix is None:
+            return super().set(index, value)
+        old = self._d[index]
+        super().set(index, value)
+        self._removed((old,))
+        self._added(index, index + 1)
+        return None
+
+    def trim(self, start: int, stop: int) -> None:
+        if self._ix is None:
+            return super().trim(start, stop)
+        d = self._d
+        n = len(d)
+        if stop < start or start >= n:
+            gone = list(d)
+        else:
+            last = min(stop, n - 1)
+            gone = list(islice(d, 0, start))
+            gone.extend(islice(reversed(d), 0, n - 1 - last))
+        super().trim(start, stop)
+        self._removed(gone)
+        return None
+
+    def insert(self, pivot: bytes, value: bytes, after: bool) -> int:
+        if self._ix is None:
+            return super().insert(pivot, value, after)
+        try:
+            i = self._d.index(pivot)
+        except ValueError:
+            return -1
+        n = super().insert(pivot, value, after)
+        j = i + 1 if after else i
+        self._added(j, j + 1)  # (positions renumbered: the journal writes the list whole, which reindexes)
+        return n
+
+    def remove(self, value: bytes, count: int) -> int:
+        n = super().remove(value, count)
+        ix = self._ix
+        if n and ix is not None:
+            # one copy unless _dup (then the index is rebuilt at the batch's end anyway)
+            ix.pop(value, None)
+            self._gone.append(value)
+        return n
