@@ -1058,12 +1058,14 @@ def test_buffered_keeps_its_window_under_load() -> None:
         stop = time.time() + 2.0
 
         def load(c: int) -> None:
-            # pipelined scripts from 3 clients for about 2 s: more server work per byte sent
+            # pipelined scripts from 3 clients for about 2 s: more server work per byte sent. Pipelines of
+            # 40: the loop stays saturated, and one read's work (which runs to its end before the batch timer
+            # can fire) stays well under the window on a slow machine (200 a pipeline took over 100 ms a read)
             r = redis.Redis(port=n.proc.port)
             i = 0
             while time.time() < stop:
                 with r.pipeline(transaction=False) as p:
-                    for _ in range(200):
+                    for _ in range(40):
                         p.eval(_LOAD_SCRIPT, 2, f"job:{c}:{i % 5000}", f"q{c}", i)
                         i += 1
                     p.execute()

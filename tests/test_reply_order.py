@@ -105,8 +105,12 @@ def test_node_sees_replies_in_redis_order(mode, durable, redis_ref):
     held served replies for the commit, and the reader's first but before the commit on the code before)."""
     ref = _node(mode, redis_ref.port)
     out = _node(mode, durable.port)
-    assert ref == {"rounds": 20, "readerFirst": 20}, ref
-    assert out == ref
+    # Node reads two sockets made readable in the same instant in an order that is not quite fixed: redis-server
+    # itself was seen at 19 of 20 rounds on a slow machine. The wrong order (the writer's reply first) gave
+    # 0 of 20, so "nearly every round" still tells them apart.
+    assert ref["rounds"] == out["rounds"] == 20, (ref, out)
+    assert ref["readerFirst"] >= 17, ref
+    assert out["readerFirst"] >= 17, (out, ref)
 
 
 def test_served_reader_gets_the_error_when_the_commit_fails(durable):
