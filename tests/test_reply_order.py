@@ -11,6 +11,7 @@ commit is checked by holding the store locked (the writer's commit waits on SQLi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -50,34 +51,47 @@ def _readable(sock, timeout: float) -> bool:
     return bool(select.select([sock], [], [], timeout)[0])
 
 
+@contextlib.contextmanager
+def _conns(srv):
+    """A control connection, a reader and a writer on ``srv``, closed afterwards."""
+    conns = [RawConn(srv.port) for _ in range(3)]
+    try:
+        yield conns
+    finally:
+        for c in conns:
+            c.close()
+
+
+@contextlib.contextmanager
+def _store_locked(srv):
+    """The store held locked by another SQLite connection: the server's commits wait on it (and fail
+    once the writer's busy timeout, 0.5 s, has passed)."""
+    other = sqlite3.connect(os.path.join(srv.workdir, "data", "respqueue.db"), isolation_level=None, timeout=5)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
 def test_served_reader_reply_waits_for_the_commit(durable):
     """XREAD BLOCK served by an XADD: its reply (a read of data not committed yet) used to go out at once,
     before the commit. With the store locked by another connection the commit waits (the writer's busy
     timeout is 0.5 s), and so must both replies; once the lock is gone both arrive."""
-    ctl = RawConn(durable.port)
-    reader, writer = RawConn(durable.port), RawConn(durable.port)
-    path = os.path.join(durable.workdir, "data", "respqueue.db")
-    try:
+    with _conns(durable) as (ctl, reader, writer):
         for i in range(5):
             key = f"order:stream:{i}"
             reader.send("XREAD", "BLOCK", "0", "STREAMS", key, "$")
             _wait_blocked(ctl, 1)
-            other = sqlite3.connect(path, isolation_level=None, timeout=5)
-            other.execute("BEGIN EXCLUSIVE")
-            try:
+            with _store_locked(durable):
                 writer.send("XADD", key, "1-1", "f", "v")
                 assert not _readable(reader.sock, 0.2), f"round {i}: the served reader was answered before the commit"
                 assert not _readable(writer.sock, 0), f"round {i}: the writer was answered before the commit"
-            finally:
-                other.execute("ROLLBACK")
-                other.close()
             assert _readable(reader.sock, 10), "the blocked XREAD was not served"
             assert _readable(writer.sock, 10), "the XADD was not answered"
             assert writer.read_raw() == b"$3\r\n1-1\r\n"
             assert reader.read_raw().startswith(b"*1\r\n*2\r\n$%d\r\n%s\r\n" % (len(key), key.encode()))
-    finally:
-        for c in (ctl, reader, writer):
-            c.close()
 
 
 def _node(mode: str, port: int, rounds: int = 20) -> dict:
@@ -117,25 +131,17 @@ def test_served_reader_gets_the_error_when_the_commit_fails(durable):
     """The XADD that served a blocked XREAD fails to commit (the store stays locked past the writer's busy
     timeout): the XADD is answered MISCONF and rolled back, so the reader must not get the entry it would
     have read: it gets the same error, and the stream holds nothing afterwards."""
-    ctl = RawConn(durable.port)
-    reader, writer = RawConn(durable.port), RawConn(durable.port)
-    path = os.path.join(durable.workdir, "data", "respqueue.db")
     key = "order:failed:stream"
-    try:
+    with _conns(durable) as (ctl, reader, writer):
         reader.send("XREAD", "BLOCK", "0", "STREAMS", key, "$")
         _wait_blocked(ctl, 1)
-        other = sqlite3.connect(path, isolation_level=None, timeout=5)
-        other.execute("BEGIN EXCLUSIVE")
-        try:
+        with _store_locked(durable):
             writer.send("XADD", key, "1-1", "f", "v")
             assert _readable(writer.sock, 10), "the XADD was not answered"
             assert writer.read_raw().startswith(b"-MISCONF "), "the failed commit's write was acknowledged"
             assert _readable(reader.sock, 10), "the served XREAD was not answered"
             got = reader.read_raw()
             assert got.startswith(b"-MISCONF "), f"the served reader got data that was rolled back: {got!r}"
-        finally:
-            other.execute("ROLLBACK")
-            other.close()
         deadline = time.monotonic() + 15
         while True:  # the store is writable again once the journal's retry commits
             if ctl.call_raw("SET", "order:probe", "1") == b"+OK\r\n":
@@ -143,6 +149,3 @@ def test_served_reader_gets_the_error_when_the_commit_fails(durable):
             assert time.monotonic() < deadline, "the store did not recover"
             time.sleep(0.2)
         assert ctl.call_raw("XLEN", key) == b":0\r\n"
-    finally:
-        for c in (ctl, reader, writer):
-            c.close()
