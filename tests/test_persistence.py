@@ -17,7 +17,7 @@ import msgpack
 import pytest
 import redis
 
-from respqueue.persistence.journal import CHUNK_MAX, LIST_COMPACT_MAX
+from respqueue.persistence.codec import CHUNK_MAX, LIST_COMPACT_MAX
 
 from .servers import ROOT, env_var, free_port, start_respqueue
 
@@ -535,7 +535,7 @@ def test_small_hash_is_one_row_and_keeps_its_order(node: Node, ref: redis.Redis)
 def test_growing_hash_moves_to_field_rows(node: Node, ref: redis.Redis) -> None:
     """Past 128 fields a hashtable-encoded hash gets a row per field (and keeps them): one HSET is
     then one row. A listpack hash stays one row up to Redis's 512 fields, in Redis's order."""
-    from respqueue.persistence.journal import COMPACT_MAX_FIELDS
+    from respqueue.persistence.codec import COMPACT_MAX_FIELDS
 
     r = node.r
     for c in (r, ref):

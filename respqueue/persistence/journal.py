@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..resp import RedisError
 from ..stats import LATENCY_BOUNDS_S, SIZE_BOUNDS, Histogram
-from . import codec
 from .codec import KEY_DEL as _KEY_DEL
 from .codec import KEY_UPSERT as _KEY_UPSERT
 from .codec import (
@@ -45,12 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("respqueue")
 
-# the generic rows' layout is codec.py's; the names plug-ins and tests imported from here before
-CHUNK_MAX = codec.CHUNK_MAX
-COMPACT_MAX_FIELDS = codec.COMPACT_MAX_FIELDS
-COMPACT_MAX_BYTES = codec.COMPACT_MAX_BYTES
-_DELETE = codec.DELETE
-_UPSERT = codec.UPSERT
 _JOBS = b"jobs"  # stored[k] of a container kept as job rows by the layout
 _HASH = b"hash"
 _LIST = b"list"
@@ -510,7 +503,7 @@ class Journal:
                 kup.append((dbi, key, layout.row_type(rt), exp, ver, None))
                 continue
             if rt == _HASH and (old is None or not v.attached(k)):
-                # a small hash is one row: the whole hash in keys.value (see COMPACT_MAX_FIELDS)
+                # a small hash is one row: the whole hash in keys.value (see codec.COMPACT_MAX_FIELDS)
                 blob = hash_blob(v)
                 if blob is not None:
                     if old is not None:

@@ -77,7 +77,7 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'"
             " AND typeof(value) <> 'integer'", (dbi,)))
         loaded += len(db.data) - before
-    # small hashes are one row each (keys.value, see journal.COMPACT_MAX_FIELDS): built in bulk too
+    # small hashes are one row each (keys.value, see codec.COMPACT_MAX_FIELDS): built in bulk too
     for dbi, db in enumerate(dbs):
         before = len(db.data)
         cur = conn.execute(

@@ -13,7 +13,9 @@ from typing import Any
 
 import msgpack
 
-from ..persistence.journal import _DELETE, _KEY_UPSERT, _UPSERT
+from ..persistence.codec import DELETE as _DELETE
+from ..persistence.codec import KEY_UPSERT as _KEY_UPSERT
+from ..persistence.codec import UPSERT as _UPSERT
 from ..persistence.store import ALL_TABLES
 from ..persistence.writer import run_batch
 from . import META_SQL
