@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from respqueue.commands.scripting import register_router
 
-from ..scripts import FALLBACK, run
+from ..scripts import FALLBACK, open_run, run
 from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
 
-register_router(run, FALLBACK)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
+register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
 __all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]
