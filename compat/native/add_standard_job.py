@@ -336,7 +336,7 @@ class AddRun:
         id_key, meta_key, events_key, marker_key = keys[v.id], keys[v.meta], keys[v.events], keys[v.marker]
         cur = _check(db, id_key, bytes)
         n = 0 if cur is None else str2int(cur)
-        if n is None or n >= _MAX_COUNTER - 1024:
+        if n is None or n >= _MAX_COUNTER:
             raise Bail("id counter")
         meta = _check_meta(db, meta_key)
         max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
@@ -422,6 +422,8 @@ class AddRun:
                 or _truthy(opts.get(b"lifo"))):
             raise Bail("options")  # (the single path knows them)
         counter = self.counter + 1
+        if counter > _MAX_COUNTER:
+            raise Bail("id counter")  # (a transaction's run has no length limit)
         job_id = custom_id if custom_id else b"%d" % counter
         job_key = prefix + job_id
         data = self.data
