@@ -324,10 +324,18 @@ class HistoryCapture:
         if ch is None or len(ch.events) >= CHUNK_MAX:
             ch = self._chunk(jbase, prefix, queue)
         if ev == b"active":
-            atm = (_i(g(b"atm")) or 0) if g is not None else 0
+            if g is not None:
+                x = g(b"atm")
+                atm = int(x) if x is not None and x.isdigit() else (_i(x) or 0)
+            else:
+                atm = 0
             if h is not None:
                 if j is None or j.h is not h:
-                    self._put(ck, _Job(h, atm))
+                    cur = self._cur  # (self._put, inlined)
+                    cur[ck] = _Job(h, atm)
+                    if len(cur) > CACHE_LIMIT:
+                        self._old = cur
+                        self._cur = {}
                 else:
                     j.atm = atm
             row = [ms, sjid, name, "active", atm + 1, None, None, None, None]
@@ -339,19 +347,25 @@ class HistoryCapture:
         attempt = worker = reason = rv_size = delay = None
         kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
         if ev == b"completed" or ev == b"failed":
-            rv = self._field(argv, rest, b"returnvalue") if ev == b"completed" else None
-            fr = self._field(argv, rest, b"failedReason") if ev == b"failed" else None
+            rv = fr = None
+            if ev == b"completed":  # (BullMQ puts it first: no search)
+                rv = argv[rest + 1] if n > rest + 1 and argv[rest] == b"returnvalue" else self._field(argv, rest, b"returnvalue")
+            else:
+                fr = self._field(argv, rest, b"failedReason")
             if g is not None:
-                attempt = _i(g(b"atm"))
-                worker = _s(g(b"pb"))
+                x = g(b"atm")
+                attempt = int(x) if x is not None and x.isdigit() else _i(x)
+                x = g(b"pb")
+                worker = None if x is None else x.decode("utf-8", "replace")
             if rv is not None:
                 rv_size = len(rv)
             reason = _s(fr)
             self._final(ch, sjid, kind, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
-            if cached is not None:
-                self._drop(ck)
+            if cached is not None:  # (self._drop, inlined)
+                self._cur.pop(ck, None)
+                self._old.pop(ck, None)
         elif ev == b"added":
             if name is None:
                 name = _s(self._field(argv, rest, b"name"))
