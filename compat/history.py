@@ -177,6 +177,9 @@ class HistoryCapture:
         # the journal's extra rows of the open batch, where the open chunks' rows are
         self._rows: dict[str, list[Any]] | None = journal.row_ops
         self._task: asyncio.Task[None] | None = None
+        # the last event, when it was an 'added' whose job hash exists: (jobId, stream key, db, job key, hash,
+        # chunk, job key base, jobId str, name str and bytes from the hash); BullMQ's add scripts write 'waiting' right after it
+        self._added: tuple[Any, ...] | None = None
         self.events = 0
         self.finals = 0
         self.purged = 0
@@ -257,6 +260,7 @@ class HistoryCapture:
         self.chunks += len(self._chunks)
         self._chunks = []
         self._open = {}
+        self._added = None
         self._rows = None  # the journal takes its rows next: the next event opens new chunks
 
     def _chunk(self, jbase: bytes, prefix: str, queue: str) -> _Chunk:
@@ -290,6 +294,21 @@ class HistoryCapture:
             jid = self._field(argv, pos, b"jobId")
             if ev is None or jid is None:
                 return
+        ad = self._added
+        if ad is not None:
+            # 'waiting' right after the job's 'added' (an add script): the same job, hash, chunk and cache
+            # entry (its bare hash: no attempt to compare), so the row is the event's name and the job's
+            self._added = None
+            if ev == b"waiting" and jid == ad[0] and key == ad[1] and c.db is ad[2]:
+                h = ad[2].data.get(ad[3])
+                ch = ad[5]
+                if (h is ad[4] and self._rows is self.journal.row_ops and self._open.get(ad[6]) is ch
+                        and len(ch.events) < CHUNK_MAX):
+                    nm = (h.d.get if type(h) is Hash else h.get)(b"name")
+                    name = None if nm is None else (ad[8] if nm is ad[9] else nm.decode("utf-8", "replace"))
+                    self.events += 1
+                    ch.events.append([ms, ad[7], name, "waiting", None, None, None, None, None])
+                    return
         info = self._keys.get(key, False)
         if info is False:
             info = self._key_info(key)
@@ -367,6 +386,8 @@ class HistoryCapture:
                 self._cur.pop(ck, None)
                 self._old.pop(ck, None)
         elif ev == b"added":
+            if h is not None:
+                self._added = (jid, key, db, jkey, h, ch, jbase, sjid, name, nm)
             if name is None:
                 name = _s(self._field(argv, rest, b"name"))
             if h is not None:
