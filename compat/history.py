@@ -177,6 +177,9 @@ class HistoryCapture:
         # the journal's extra rows of the open batch, where the open chunks' rows are
         self._rows: dict[str, list[Any]] | None = journal.row_ops
         self._task: asyncio.Task[None] | None = None
+        # the last event, when it was an 'added' whose job hash exists: (jobId, stream key, db, job key, hash,
+        # chunk, job key base, jobId str, name str and bytes from the hash); BullMQ's add scripts write 'waiting' right after it
+        self._added: tuple[Any, ...] | None = None
         self.events = 0
         self.finals = 0
         self.purged = 0
@@ -257,6 +260,7 @@ class HistoryCapture:
         self.chunks += len(self._chunks)
         self._chunks = []
         self._open = {}
+        self._added = None
         self._rows = None  # the journal takes its rows next: the next event opens new chunks
 
     def _chunk(self, jbase: bytes, prefix: str, queue: str) -> _Chunk:
@@ -290,6 +294,21 @@ class HistoryCapture:
             jid = self._field(argv, pos, b"jobId")
             if ev is None or jid is None:
                 return
+        ad = self._added
+        if ad is not None:
+            # 'waiting' right after the job's 'added' (an add script): the same job, hash, chunk and cache
+            # entry (its bare hash: no attempt to compare), so the row is the event's name and the job's
+            self._added = None
+            if ev == b"waiting" and jid == ad[0] and key == ad[1] and c.db is ad[2]:
+                h = ad[2].data.get(ad[3])
+                ch = ad[5]
+                if (h is ad[4] and self._rows is self.journal.row_ops and self._open.get(ad[6]) is ch
+                        and len(ch.events) < CHUNK_MAX):
+                    nm = (h.d.get if type(h) is Hash else h.get)(b"name")
+                    name = None if nm is None else (ad[8] if nm is ad[9] else nm.decode("utf-8", "replace"))
+                    self.events += 1
+                    ch.events.append([ms, ad[7], name, "waiting", None, None, None, None, None])
+                    return
         info = self._keys.get(key, False)
         if info is False:
             info = self._key_info(key)
@@ -324,10 +343,18 @@ class HistoryCapture:
         if ch is None or len(ch.events) >= CHUNK_MAX:
             ch = self._chunk(jbase, prefix, queue)
         if ev == b"active":
-            atm = (_i(g(b"atm")) or 0) if g is not None else 0
+            if g is not None:
+                x = g(b"atm")
+                atm = int(x) if x is not None and x.isdigit() else (_i(x) or 0)
+            else:
+                atm = 0
             if h is not None:
                 if j is None or j.h is not h:
-                    self._put(ck, _Job(h, atm))
+                    cur = self._cur  # (self._put, inlined)
+                    cur[ck] = _Job(h, atm)
+                    if len(cur) > CACHE_LIMIT:
+                        self._old = cur
+                        self._cur = {}
                 else:
                     j.atm = atm
             row = [ms, sjid, name, "active", atm + 1, None, None, None, None]
@@ -339,20 +366,28 @@ class HistoryCapture:
         attempt = worker = reason = rv_size = delay = None
         kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
         if ev == b"completed" or ev == b"failed":
-            rv = self._field(argv, rest, b"returnvalue") if ev == b"completed" else None
-            fr = self._field(argv, rest, b"failedReason") if ev == b"failed" else None
+            rv = fr = None
+            if ev == b"completed":  # (BullMQ puts it first: no search)
+                rv = argv[rest + 1] if n > rest + 1 and argv[rest] == b"returnvalue" else self._field(argv, rest, b"returnvalue")
+            else:
+                fr = self._field(argv, rest, b"failedReason")
             if g is not None:
-                attempt = _i(g(b"atm"))
-                worker = _s(g(b"pb"))
+                x = g(b"atm")
+                attempt = int(x) if x is not None and x.isdigit() else _i(x)
+                x = g(b"pb")
+                worker = None if x is None else x.decode("utf-8", "replace")
             if rv is not None:
                 rv_size = len(rv)
             reason = _s(fr)
             self._final(ch, sjid, kind, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
-            if cached is not None:
-                self._drop(ck)
+            if cached is not None:  # (self._drop, inlined)
+                self._cur.pop(ck, None)
+                self._old.pop(ck, None)
         elif ev == b"added":
+            if h is not None:
+                self._added = (jid, key, db, jkey, h, ch, jbase, sjid, name, nm)
             if name is None:
                 name = _s(self._field(argv, rest, b"name"))
             if h is not None:

@@ -137,8 +137,18 @@ class Database:
                     c.dirty_cas = True
         if self.blocking and key in self.blocking:
             s.ready_keys[(self.index, key)] = None
-        if s.journal is not None:
-            s.journal.key_changed(self, key, created)
+        j = s.journal
+        if j is not None:
+            if j.scheduled:  # (Journal.key_changed's common case, inlined: this runs for every write)
+                k = (self.index, key)
+                d = j.dirty
+                if k not in d:
+                    d[k] = created
+                j.changes += 1
+                if j.changes >= j.limit:
+                    j.limit_reached()
+            else:
+                j.key_changed(self, key, created)
         if s.mem_guard is not None:
             s.mem_guard.key_changed(self, key)
         if s.cold_notes is not None:  # memory mode: a changed small hash may go cold (coldhash.py)

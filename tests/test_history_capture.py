@@ -232,6 +232,29 @@ def test_rows_commit_with_the_write(server):
     assert f["finished_on"] > 0
 
 
+def test_waiting_right_after_added_reads_the_job_as_it_is(server):
+    """'waiting' right after its job's 'added' (what BullMQ's add scripts write) takes a short path; it still
+    reads the job's name from the hash as it is then, and any other event, job, hash or queue in between
+    takes the whole path."""
+    srv = server()
+    r = redis.Redis(port=srv.port)
+    add = ("redis.call('HSET', KEYS[1], 'name', ARGV[1], 'timestamp', '1000', 'atm', '0', 'delay', '0');"
+           " redis.call('XADD', KEYS[2], '*', 'event', 'added', 'jobId', ARGV[2], 'name', ARGV[1]);"
+           " if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'name', ARGV[3]) end;"
+           " if ARGV[4] == 'del' then redis.call('DEL', KEYS[1]) end;"
+           " redis.call('XADD', KEYS[2], '*', 'event', 'waiting', 'jobId', ARGV[2])")
+    r.eval(add, 2, "bull:w:1", "bull:w:events", "a", "1", "", "")
+    r.eval(add, 2, "bull:w:2", "bull:w:events", "b", "2", "renamed", "")  # the name changed in between
+    r.eval(add, 2, "bull:w:3", "bull:w:events", "c", "3", "", "del")  # the hash gone: from the cache
+    r.eval(add, 2, "bull:w:4", "bull:w:events", "d", "4", "", "")
+    r.xadd("bull:w:events", {"event": "waiting", "jobId": "4"})  # a second one: the whole path
+    assert db_rows(srv, "SELECT job_id, event, job_name FROM job_events WHERE queue='w' ORDER BY id") == [
+        ("1", "added", "a"), ("1", "waiting", "a"),
+        ("2", "added", "b"), ("2", "waiting", "renamed"),
+        ("3", "added", "c"), ("3", "waiting", "c"),
+        ("4", "added", "d"), ("4", "waiting", "d"), ("4", "waiting", "d")]
+
+
 def test_waiting_job_removed_after_its_hash_keeps_its_name(server):
     """A job added, left waiting (its hash gone cold: packed) and removed the way BullMQ's removeJob does
     it (the hash deleted before the 'removed' event): the event still has the job's name, from the

@@ -210,6 +210,33 @@ def test_broken_invariants_fall_back_to_generic_rows(node: Node, case: str) -> N
     check_restart(node)
 
 
+@pytest.mark.parametrize("case", ["hash-deleted", "renamed"])
+def test_container_leaves_job_rows_in_the_batch_that_adds_to_it(node: Node, case: str) -> None:
+    """One batch (a MULTI) both adds jobs to a job-row list and takes the list off job rows (a member's hash
+    deleted, or the list renamed away): the jobs just added, which the layout already found in the list
+    during that batch, must not keep a state naming it (what the layout learns of a job's container
+    within a batch is forgotten when a container leaves job rows)."""
+    r = node.r
+    for i in range(1, 8):
+        job(r, "q", i)
+    r.rpush("bull:q:wait", "1", "2", "3")
+    r.zadd("bull:q:completed", {"4": 1})
+    r.save()
+    p = r.pipeline(transaction=True)
+    p.rpush("bull:q:wait", "5", "6")
+    p.zadd("bull:q:completed", {"7": 2})
+    if case == "hash-deleted":
+        p.delete("bull:q:2")
+    else:
+        p.rename("bull:q:wait", "bull:other:list")
+    p.execute()
+    r.save()
+    st = {k: s for k, s in rows(node, "SELECT key, state FROM keys WHERE state IS NOT NULL")}
+    assert st == {b"bull:q:4": b"bull:q:completed", b"bull:q:7": b"bull:q:completed"}
+    _rows_match_containers(node, "q")
+    check_restart(node)
+
+
 def test_swapdb_and_big_containers(node: Node) -> None:
     r = node.r
     pipe = r.pipeline(transaction=False)

@@ -73,6 +73,12 @@ STATE_UPSERT = (
     "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score, lock, lock_ms)"
     " VALUES(?,?,?,?,?,?,?,?,?,?)"
 )
+# the common job row (no TTL, no lock in it): its constant columns are literals, not bound (six parameters
+# instead of ten; Python's sqlite3 adapts every None it binds, ~1,700 instructions each in the writer)
+JOB_UPSERT = (
+    "INSERT OR REPLACE INTO keys(db, key, type, expire_ms, version, value, state, score, lock, lock_ms)"
+    " VALUES(?,?,'hash',NULL,?,?,?,?,NULL,NULL)"
+)
 _KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
 _LOCK = b":lock"
 _ELEM_DEL = {
@@ -125,11 +131,16 @@ class JobLayout:
         self.folded: dict[int, set[bytes]] = {}
         self.dbs: list[Any] = []
         self.upsert_sql = STATE_UPSERT
+        self.upsert_sqls = frozenset((STATE_UPSERT, JOB_UPSERT))  # the statements that write job rows
+        # the batch being built (``before`` to ``stamp``): (db, job key) -> ``find``'s answer, forgotten
+        # whenever a container is registered or unregistered (memberships do not change meanwhile)
+        self._memo: dict[tuple[int, bytes], Any] = {}
 
     # ---- the containers as the index ------------------------------------------
     def _register(self, k: tuple[int, bytes], v: Any) -> None:
         dbi, ckey = k
         prefix = ckey[: ckey.rindex(b":") + 1]
+        self._memo.clear()
         reg = self.reg.get(dbi)
         if reg is None:
             reg = self.reg[dbi] = {}
@@ -140,6 +151,7 @@ class JobLayout:
 
     def _unregister(self, k: tuple[int, bytes]) -> Any:
         """Forget container ``k``; returns the container it was (or None)."""
+        self._memo.clear()
         dbi, ckey = k
         reg = self.reg.get(dbi)
         if not reg:
@@ -190,6 +202,13 @@ class JobLayout:
             i = jk.rfind(b":", 0, i)
         return None
 
+    def _found(self, k: tuple[int, bytes]) -> tuple[bytes, Any, bytes] | None:
+        """``find(*k)``, remembered for the batch being built (a job key is asked about several times)."""
+        r = self._memo.get(k, _UNKNOWN)
+        if r is _UNKNOWN:
+            r = self._memo[k] = self.find(k[0], k[1])
+        return r
+
     def where(self, dbi: int, jk: bytes) -> tuple[bytes, float] | None:
         """(container key, score or list position) of owned job ``jk``, or None."""
         f = self.find(dbi, jk)
@@ -218,6 +237,7 @@ class JobLayout:
         logs, marks the job hashes whose row changes dirty, and hands a container that breaks the
         invariants back to the generic layout (the journal then writes it whole)."""
         self.dbs = dbs
+        self._memo = {}
         touched: list[tuple[int, bytes]] = []
         # (container key, container, prefix, members to check: new in it this batch)
         adds: list[tuple[tuple[int, bytes], Any, bytes, Any]] = []
@@ -291,20 +311,25 @@ class JobLayout:
             dbi = k[0]
             data = dbs[dbi].data
             ok = True
+            memo = self._memo
+            ckey = k[1]
             for m in new:
                 jk = prefix + m
                 if not isinstance(data.get(jk), Hash) or self.find(dbi, jk, v) is not None:
                     ok = False
                     break
-                touched.append((dbi, jk))
+                t = (dbi, jk)
+                touched.append(t)
+                memo[t] = (ckey, v, m)  # in ``v`` and in no other container: what ``find`` would say
             if not ok:
                 self._fallback(k, v, stored, dirty, touched)
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
         if self.reg:
+            found = self._found
             for k in others:
                 dbi, key = k
                 if not isinstance(dbs[dbi].data.get(key), Hash):
-                    f = self.find(dbi, key)
+                    f = found(k)
                     while f is not None:
                         self._fallback((dbi, f[0]), f[1], stored, dirty, touched)
                         f = self.find(dbi, key)
@@ -326,33 +351,34 @@ class JobLayout:
         deleted when it finishes) is written into its job's row while the job is owned: the lock's
         changes then cost no row of their own, as the job's row is rewritten in the same batch."""
         folded = self.folded
-        find = self.find
+        found = self._found
         for k in locks:
             lk = k[1]
             dbi = k[0]
-            jk = lk[:-5]
+            jt = (dbi, lk[:-5])
             fs = folded.get(dbi)
             if fs is None:
                 fs = folded[dbi] = set()
             val = dbs[dbi].data.get(lk)
-            if type(val) is bytes and find(dbi, jk) is not None:
+            if type(val) is bytes and found(jt) is not None:
                 if lk not in fs:
                     fs.add(lk)
                     if not dirty[k]:  # the store may hold a row of its own: it goes
                         append((_KEY_DEL, k, False))
                 del dirty[k]
-                touched.append((dbi, jk))
+                touched.append(jt)
             elif lk in fs:
                 fs.discard(lk)
-                touched.append((dbi, jk))
+                touched.append(jt)
                 if val is None:
                     del dirty[k]  # it only lived in the job's row, rewritten without it
         # a job no longer owned takes no lock with it: a lock it held gets a row of its own
-        for dbi, jk in touched:
+        for t in touched:
+            dbi, jk = t
             fs = folded.get(dbi)
             if fs:
                 lk = jk + _LOCK
-                if lk in fs and find(dbi, jk) is None:
+                if lk in fs and found(t) is None:
                     fs.discard(lk)
                     if lk in dbs[dbi].data:
                         dirty[(dbi, lk)] = False
@@ -425,17 +451,20 @@ class JobLayout:
         if k not in dirty:
             dirty[k] = False
 
-    def stamp(self, kup: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """Split a batch's ``keys`` upserts into plain rows and job rows (with state and score)."""
+    def stamp(self, kup: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[str, list[Any]]]]:
+        """Split a batch's ``keys`` upserts into plain rows and job rows (with state and score): the plain
+        ones, and the job rows as (statement, rows) for executemany (``JOB_UPSERT`` for a job without TTL
+        or lock, ``STATE_UPSERT`` for the rest)."""
         if not self.reg:
             return kup, []
         plain = []
         jobs = []
+        common = []
         folded = self.folded
         dbs = self.dbs
-        find = self.find
+        found = self._found
         for row in kup:
-            f = find(row[0], row[1]) if row[2] == "hash" else None
+            f = found((row[0], row[1])) if row[2] == "hash" else None
             if f is None:
                 plain.append(row)
                 continue
@@ -446,9 +475,17 @@ class JobLayout:
             if fs and lk in fs:
                 db = dbs[row[0]]
                 jobs.append((*row, ck, s, db.data.get(lk), db.expires.get(lk)))
+            elif row[3] is None:
+                common.append((row[0], row[1], row[4], row[5], ck, s))
             else:
                 jobs.append((*row, ck, s, None, None))
-        return plain, jobs
+        self._memo = {}
+        out = []
+        if common:
+            out.append((JOB_UPSERT, common))
+        if jobs:
+            out.append((STATE_UPSERT, jobs))
+        return plain, out
 
     def row_type(self, rt: bytes) -> str:
         """The ``keys.type`` of a container of type ``rt`` kept as job rows."""
@@ -550,6 +587,7 @@ class JobLayout:
         ndb = len(dbs)
         folded = self.folded
         upsert = self.upsert_sql
+        upserts = self.upsert_sqls
         conts: dict[tuple[int, bytes], Any] = {}  # job-row containers in the frame -> their keys row (or None)
         jobs: list[tuple[int, bytes]] = []
         locks: list[tuple[int, bytes]] = []
@@ -580,7 +618,7 @@ class JobLayout:
             if key.endswith(_LOCK):
                 locks.append(k)
                 continue
-            if any(sql == upsert for sql, _ in kops) or self.find(dbi, key) is not None:
+            if any(sql in upserts for sql, _ in kops) or self.find(dbi, key) is not None:
                 jobs.append(k)
         # the jobs' rows as they are now: their hashes and locks come back from them
         moves: list[tuple[int, bytes, tuple[bytes, float] | None, tuple[bytes, float] | None]] = []
@@ -895,6 +933,9 @@ def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any
         elif sql == upsert:
             r = rows[-1]
             last = (r[2], r[3]) if cont else (r[6], r[7], r[8], r[9], r[2], r[3], r[5])
+        elif sql == JOB_UPSERT:  # (db, key, version, value, state, score): type 'hash', no TTL, no lock
+            r = rows[-1]
+            last = ("hash", None) if cont else (r[4], r[5], None, None, "hash", None, r[3])
         elif sql == _KEY_DEL:
             last = None
     return last

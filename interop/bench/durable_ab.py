@@ -2,6 +2,7 @@
 
     python -m interop.bench.durable_ab --base /path/to/other/checkout [--durability durable|buffered]
         [--workloads add,process,addbulk] [--jobs N] [--bulk-jobs N] [--rounds R] [--redis-aof always]
+        [--client-dir interop/bullmq5]
 
 Every round runs each workload (interop/bench/bullmq_bench.js) on Redis, the base checkout's respqueue
 and this checkout's respqueue, in that order, so machine noise hits all three. Reports, per workload and
@@ -20,6 +21,7 @@ from collections.abc import Callable
 
 from tests.servers import free_port, respqueue_argv
 
+from . import bullmq
 from .bullmq import redis_aof_flags, run_driver
 from .common import ROOT, Proc, machine, start_redis
 
@@ -42,7 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=5000, help="jobs per add/process run")
     ap.add_argument("--bulk-jobs", type=int, default=100_000, help="jobs per addbulk run")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--client-dir", default=bullmq.CLIENT_DIR[0],
+                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x)")
     a = ap.parse_args(argv)
+    bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir)
     servers: list[tuple[str, Callable[[], Proc]]] = [
         (f"redis {a.redis_aof}", lambda: start_redis(*redis_aof_flags(a.redis_aof))),
         ("base", lambda: start_at(os.path.abspath(a.base), "--durability",
@@ -52,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     works = a.workloads.split(",")
     # workload -> server -> [(cpu per 1000, jobs/s, writer cpu per 1000)]
     res: dict[str, dict[str, list[tuple[float, float, float]]]] = {w: {n: [] for n, _ in servers} for w in works}
-    print(f"{machine()}; load average {os.getloadavg()[0]:.1f}; durability {a.durability}", flush=True)
+    print(f"{machine()}; load average {os.getloadavg()[0]:.1f}; durability {a.durability}; "
+          f"client {os.path.relpath(bullmq.CLIENT_DIR[0], ROOT)}", flush=True)
     procs: list[tuple[str, Proc]] = []
     try:
         for name, start in servers:

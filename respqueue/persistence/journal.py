@@ -1,7 +1,7 @@
 """Change capture, batches and group commit.
 
-:meth:`Journal.key_changed` is called by ``Database.modified`` for every
-change; it only notes the key. A batch closes between top-level commands
+:meth:`Journal.key_changed` is what ``Database.modified`` does for every
+change (it runs the common case, a batch already scheduled, inline); it only notes the key. A batch closes between top-level commands
 (``loop.call_soon``), so it always holds whole commands, EXECs and scripts.
 Closing turns the noted keys into row operations (see :meth:`_materialize`; the rows of each
 type are codec.py's, the generic-row layout, and a registered layout's such as compat/engine/layout.py)
@@ -50,6 +50,8 @@ _LIST = b"list"
 _STRING = b"string"
 _STREAM = b"stream"
 
+NEVER = 1 << 62  # Journal.limit when no count of changes closes the open batch
+
 MISCONF = (
     "MISCONF Errors writing to the SQLite store at {path}: {err}. "
     "Commands that may modify the data set are disabled until the store is writable again."
@@ -72,6 +74,9 @@ class Journal:
         self.dirty: dict[tuple[int, bytes], bool | None] = {}
         self.pending: list[tuple[str, Any, bool]] = []  # row ops already materialised (flush, swap)
         self.changes = 0  # changes noted in the open batch
+        # while ``scheduled``: the ``changes`` count at which the open batch must close at once (buffered
+        # mode's --buffer-writes, while its timer runs), else NEVER; see key_changed
+        self.limit = NEVER
         # (db, key) -> type of the container rows the store holds for it
         self.stored: dict[tuple[int, bytes], bytes] = {}
         self.open_id = 1
@@ -159,13 +164,21 @@ class Journal:
             ranges[k] = (lo, hi, new, False)
 
     def key_changed(self, db: Database, key: bytes, created: bool = False) -> None:
+        """``key`` of ``db`` changed (``created``: it was absent just before). ``Database.modified`` runs
+        the common case itself (the batch is scheduled already: note the key, count the change, and
+        call :meth:`limit_reached` once ``changes`` reaches ``limit``); this is the whole of it."""
         self.dirty.setdefault((db.index, key), created)
         self.changes += 1
         if not self.scheduled:
             self._schedule()
-        elif self._timer is not None and self.changes >= self.buffer_writes:
-            # buffered mode, --buffer-writes reached: close the batch now instead of at the timer
-            # (once: until the batch is handed over, later changes only join it)
+        elif self.changes >= self.limit:
+            self.limit_reached()
+
+    def limit_reached(self) -> None:
+        """Buffered mode, --buffer-writes reached: close the batch now instead of at the timer (once:
+        until the batch is handed over, later changes only join it)."""
+        self.limit = NEVER
+        if self._timer is not None:
             self._schedule(now=True)
 
     def db_flushed(self, db: Database) -> None:
@@ -240,11 +253,13 @@ class Journal:
             return
         self.scheduled = True
         if self.durable or now:
+            self.limit = NEVER
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
             loop.call_soon(self._close)
         elif self._timer is None:
+            self.limit = self.buffer_writes
             self._timer = loop.call_later(self.buffer_ms / 1000.0, self._close)
 
     def hold(self, conn: Any, last: bool = False) -> int:
@@ -545,8 +560,8 @@ class Journal:
         if kup:
             if layout is not None:
                 kup, jobs = layout.stamp(kup)
-                if jobs:
-                    append((layout.upsert_sql, jobs, True))
+                for sql, rows in jobs:
+                    append((sql, rows, True))
             if kup:
                 append((_KEY_UPSERT, kup, True))
 

@@ -304,7 +304,8 @@ def _reload(server: Any, ops: list[Any]) -> None:
         # job rows (compat/engine/layout.py): a job's hash, its lock and its place in a state container
         # are one row, and a container is rebuilt from its members' rows: such keys (and those sharing
         # rows with them) are reloaded together by the loader's code, as after a failed batch
-        jobish = {k for k, kops in keys.items() if layout.touches(k) or any(sql == layout.upsert_sql for sql, _ in kops)}
+        ups = layout.upsert_sqls
+        jobish = {k for k, kops in keys.items() if layout.touches(k) or any(sql in ups for sql, _ in kops)}
         if jobish:
             # in place, by the change of each job row's (state, score): O(rows in the frame)
             handled = None
