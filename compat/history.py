@@ -64,7 +64,7 @@ from compat.history_schema import (
 from respqueue import events
 from respqueue.persistence import register_plugin
 from respqueue.persistence.store import register_schema
-from respqueue.types.hash import Hash
+from respqueue.types.hash import ColdHash, Hash
 
 log = logging.getLogger("respqueue")
 
@@ -214,6 +214,19 @@ class HistoryCapture:
             self._old = cur
             self._cur = {}
 
+    def swapped(self, dbi: int, key: bytes, old: Any, new: Any) -> None:
+        """The job hash cached under ``key`` is held by the keyspace as ``new`` now (see on_hash_swapped)."""
+        ck = key if dbi == 0 else (dbi, key)
+        for cache in (self._cur, self._old):
+            e = cache.get(ck)
+            if e is None:
+                continue
+            if e is old:
+                cache[ck] = new
+            elif type(e) is _Job and e.h is old:
+                e.h = new
+            return
+
     def _drop(self, k: Any) -> None:
         self._cur.pop(k, None)
         self._old.pop(k, None)
@@ -300,8 +313,11 @@ class HistoryCapture:
         jkey = jbase + jid
         ck = jkey if db.index == 0 else (db.index, jkey)
         h = db.data.get(jkey)
-        if h is not None and type(h) is not Hash and getattr(h, "rtype", None) != b"hash":
-            h = None
+        if h is not None and type(h) is not Hash:
+            if type(h) is ColdHash:
+                h = db.thaw(jkey, h)  # (a cold job: a plain Hash again, as any reader gets it)
+            elif getattr(h, "rtype", None) != b"hash":
+                h = None
         if self._unresolved:
             u = self._unresolved.pop(ck, None)
             if u is not None:
@@ -504,12 +520,22 @@ def on_stream_added(c: Any, key: bytes, sid: int, argv: list[bytes], pos: int) -
             h.on_event(c, key, sid >> 64, argv, pos)
 
 
+def on_hash_swapped(db: Any, key: bytes, old: Any, new: Any) -> None:
+    """The keyspace holds the hash at ``key`` as another object (gone cold, or used again: respqueue/events.py,
+    ``hash_swapped``): the cache of in-flight jobs follows it, so it sees the job's later changes and does
+    not keep the old object (a cold job is then its blob alone)."""
+    h = db.server.history
+    if h is not None:
+        h.swapped(db.index, key, old, new)
+
+
 def open_history(server: Any, journal: Any) -> HistoryCapture | None:
     """Build the capture from the server's config (None when ``--history off``); subscribes to XADDs."""
     cfg = server.config
     if not parse_switch(getattr(cfg, "history", "on")):
         return None
     events.subscribe("stream_added", on_stream_added)
+    events.subscribe("hash_swapped", on_hash_swapped)
     return HistoryCapture(server, journal, parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION)))
 
 

@@ -29,15 +29,18 @@ from typing import Any
 
 import msgpack
 
+from .events import HASH_SWAPPED
 from .persistence.codec import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the one-row hashes of the generic rows
 from .types import hash as hash_mod
-from .types.hash import Hash, PackedHash
+from .types.hash import ColdHash, Hash, PackedHash
 
 SLICE_S = 0.008  # at most this much compaction work per cron tick
 # sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
 # the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
 # completed and removed within the delay)
 _ORPHAN_REFS = 4
+# ... and the keyspace, in _compact (its argument and the call's): nothing else holds it
+_SOLE_REFS = 6
 _refs = sys.getrefcount
 _pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -48,7 +51,9 @@ class ColdHashes:
     def __init__(self, server: Any, delay_ms: int) -> None:
         self.server = server
         self.delay_ms = delay_ms
-        # the open bucket: hash -> (blob, (db, key)) when noted by the journal, None otherwise
+        # the open bucket: hash -> (blob or None, (db, key)): noted by the journal (the blob its row holds),
+        # by Database.modified in memory mode (None: packed when due), by Database.thaw (the ColdHash it
+        # was); None: noted by PackedHash's unpack (its key unknown: packed in place)
         self.cur: dict[Hash, Any] = {}
         # closed buckets, oldest first: (ms when closed, entries)
         self.buckets: deque[tuple[int, dict[Hash, Any]]] = deque()
@@ -88,9 +93,12 @@ class ColdHashes:
                 if entry is None:
                     if _refs(h) <= _ORPHAN_REFS:
                         continue
-                elif dbs[entry[1][0]].data.get(entry[1][1]) is not h:
-                    continue  # deleted (or replaced) since
-                if self._compact(h, entry, jdirty):
+                    data = None
+                else:
+                    data = dbs[entry[1][0]].data
+                    if data.get(entry[1][1]) is not h:
+                        continue  # deleted (or replaced) since
+                if self._compact(h, entry, jdirty, dbs):
                     done += 1
                 if n >= 256:
                     n = 0
@@ -102,7 +110,10 @@ class ColdHashes:
         self.compacted += done
         return done
 
-    def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None) -> bool:
+    def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None, dbs: list[Any]) -> bool:
+        """Pack ``h``: replaced in the keyspace by its blob as a :class:`ColdHash` when its key is known and
+        nothing else holds it (once the ``hash_swapped`` subscribers let go of it), else turned into a
+        :class:`PackedHash` in place."""
         if h._blob is not None or h._ix is not None or h.logs_changes:
             return False  # packed already; indexed (HSCAN/HRANDFIELD); kept as field rows
         try:
@@ -111,13 +122,26 @@ class ColdHashes:
             return False
         if not d or (h.ht and len(d) > MAX_FIELDS):
             return False
+        blob = entry[0] if entry is not None else None
+        if blob is not None and jdirty is not None and entry[1] in jdirty:
+            self.skipped += 1
+            return False  # changed since it was noted with this blob: noted again when it is written
         if entry is not None:
-            blob, k = entry
-            if jdirty is not None and k in jdirty:
-                self.skipped += 1
-                return False  # changed since the journal packed it: noted again when it is written
-        else:
-            blob = _pack([h.ht, d])
+            cold = blob if type(blob) is ColdHash else ColdHash.of(h.ht, d)
+            db = dbs[entry[1][0]]
+            key = entry[1][1]
+            if HASH_SWAPPED:
+                for fn in HASH_SWAPPED:
+                    fn(db, key, h, cold)
+            # held by: the keyspace, the bucket, tick()'s snapshot pair and loop variable, this frame, the call
+            if _refs(h) <= _SOLE_REFS:
+                db.data[key] = cold
+                return True
+            if HASH_SWAPPED:  # held elsewhere too: packed in place, and the subscribers keep ``h``
+                for fn in HASH_SWAPPED:
+                    fn(db, key, cold, h)
+        if blob is None or type(blob) is not bytes:
+            blob = _pack([h.ht, d])  # (a PackedHash holds the store's form: the journal may write it)
         h._blob = blob
         del h.d
         del h.ht
