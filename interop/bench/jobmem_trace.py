@@ -48,7 +48,8 @@ class Server:
         self.port = free_port()
         self.snap = os.path.join(workdir, "snap")
         self.argv = [sys.executable, "-c", LAUNCHER, str(frames), self.snap, "serve", "--port", str(self.port),
-                     "--dir", os.path.join(workdir, "data"), "--log-level", "warning", *args]
+                     "--dir", os.path.join(workdir, "data"), "--log-level", "warning",
+                     "--enable-debug-command", "local", *args]
         self.proc = subprocess.Popen(self.argv, cwd=workdir, env=respqueue_env(),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port, self.proc, 120)
@@ -86,9 +87,9 @@ def settle(port: int, limit_s: float = 120.0) -> None:
     time.sleep(2.5)
     while time.monotonic() < t_end:
         try:
-            _done, pending, _delay = r.execute_command("DEBUG", "COLD-HASHES")
-        except redis.ResponseError:
-            break
+            pending = r.execute_command("DEBUG", "COLD-HASHES")[1]
+        except redis.ResponseError as e:
+            raise RuntimeError(f"DEBUG COLD-HASHES: {e}") from None
         if pending == 0:
             break
         time.sleep(0.5)

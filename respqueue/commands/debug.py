@@ -128,8 +128,9 @@ def debug(c: Any, argv: list[bytes]) -> Any:
             "    (respqueue) 2 if the hash at <key> is held as its packed bytes alone (cold), 1 if packed inside",
             "    its hash object (cold, also held elsewhere), else 0; does not unpack it.",
             "COLD-HASHES [COMPACT]",
-            "    (respqueue) Cold-hash compaction: hashes packed so far, hashes noted and not yet due,",
-            "    the delay in ms. COMPACT packs every noted hash now.",
+            "    (respqueue) Cold-hash compaction: hashes packed so far, hashes noted and not yet due",
+            "    (and loaded ones not yet recoded), the delay in ms, loaded hashes recoded in the compact",
+            "    form. COMPACT packs every noted hash now.",
             "HELP",
             "    Prints this help.",
         ])
@@ -168,10 +169,10 @@ def debug(c: Any, argv: list[bytes]) -> Any:
     if sub == b"cold-hashes" and (n == 2 or (n == 3 and argv[2].lower() == b"compact")):
         ch = server.cold_hashes
         if ch is None:
-            return [0, 0, 0]
+            return [0, 0, 0, 0]
         if n == 3:
             ch.compact_all()
-        return [ch.compacted, ch.pending(), ch.delay_ms]
+        return [ch.compacted, ch.pending(), ch.delay_ms, ch.recoded]
     raise RedisError(
         b"ERR unknown subcommand or wrong number of arguments for '" + argv[1][:128] + b"'. Try DEBUG HELP."
     )
