@@ -35,6 +35,10 @@ from .types import hash as hash_mod
 from .types.hash import _STORED, ColdHash, Hash, PackedHash
 
 SLICE_S = 0.008  # at most this much compaction work per cron tick
+# ... or this much while it lags (its oldest due bucket more than twice the delay old): the hot hashes of a
+# fast fill would otherwise pile up, and the memory they free when packed stays in the process's arenas
+# (Redis's slow active-expire cycle takes up to 25% of a tick likewise)
+LAG_SLICE_S = 0.025
 # sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
 # the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
 # completed and removed within the delay)
@@ -115,6 +119,8 @@ class ColdHashes:
             return 0
         journal = self.server.journal
         jdirty = journal.dirty if journal is not None else None
+        if budget_s == SLICE_S and now_ms - buckets[0][0] >= 2 * self.delay_ms:
+            budget_s = LAG_SLICE_S
         deadline = time.perf_counter() + budget_s
         done = 0
         while buckets and now_ms - buckets[0][0] >= self.delay_ms:

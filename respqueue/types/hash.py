@@ -320,7 +320,7 @@ class ColdHash(bytes):
         names = tuple(d)
         no = _SHAPE_NO.get(names)
         if no is None:
-            if len(_SHAPES) >= SHAPES_MAX:
+            if len(_SHAPES) >= SHAPES_MAX or not names:  # (no field: [ht, no] would read as the store's form)
                 return cls(_pack([ht, d]))
             no = _SHAPE_NO[names] = len(_SHAPES)
             _SHAPES.append(names)
