@@ -350,27 +350,17 @@ class Selector:
         """One rule (ACLSetSelector); raises AclError."""
         low = op.lower()
         t = table()
-        if low in ("allkeys", "~*"):
-            self.allkeys = True
+        if low in ("allkeys", "~*", "resetkeys"):
+            self.allkeys = low != "resetkeys"
             self.patterns = []
-        elif low == "resetkeys":
-            self.allkeys = False
-            self.patterns = []
-        elif low in ("allchannels", "&*"):
-            self.allchannels = True
+        elif low in ("allchannels", "&*", "resetchannels"):
+            self.allchannels = low != "resetchannels"
             self.channels = []
-        elif low == "resetchannels":
-            self.allchannels = False
-            self.channels = []
-        elif low in ("allcommands", "+@all"):
-            self.allcommands = True
-            self.future = True
-            self.allowed = set(t.all)
-            self.firstargs = {}
-        elif low in ("nocommands", "-@all"):
-            self.allcommands = False
-            self.future = False
-            self.allowed = set()
+        elif low in ("allcommands", "+@all", "nocommands", "-@all"):
+            every = low in ("allcommands", "+@all")
+            self.allcommands = every
+            self.future = every
+            self.allowed = set(t.all) if every else set()
             self.firstargs = {}
         elif op[:1] in ("~", "%"):
             if self.allkeys:

@@ -192,7 +192,7 @@ def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> _TrimArgs:
         lopt = opt.lower()
         if xadd and opt == b"*":
             break
-        if lopt == b"maxlen" and more:
+        if (lopt == b"maxlen" or lopt == b"minid") and more:
             if a.has_strategy:
                 raise MAXLEN_AND_MINID
             a.approx = False
@@ -202,24 +202,15 @@ def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> _TrimArgs:
                 i += 1
             elif more >= 2 and nxt == b"=":
                 i += 1
-            v = str2int(argv[i + 1])
-            if v is None:
-                raise NOT_INTEGER
-            if v < 0:
-                raise MAXLEN_NEGATIVE
-            a.maxlen = v
-            i += 1
-        elif lopt == b"minid" and more:
-            if a.has_strategy:
-                raise MAXLEN_AND_MINID
-            a.approx = False
-            nxt = argv[i + 1]
-            if more >= 2 and nxt == b"~":
-                a.approx = True
-                i += 1
-            elif more >= 2 and nxt == b"=":
-                i += 1
-            a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
+            if lopt == b"maxlen":
+                v = str2int(argv[i + 1])
+                if v is None:
+                    raise NOT_INTEGER
+                if v < 0:
+                    raise MAXLEN_NEGATIVE
+                a.maxlen = v
+            else:
+                a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
             i += 1
         elif lopt == b"limit" and more:
             v = str2int(argv[i + 1])
