@@ -86,8 +86,10 @@ NATIVE: dict[str, NativeFn] = {}
 ACCEPT: dict[str, AcceptFn] = {}
 #: sha -> why a known script runs on Lua (no native implementation, or its layout differs)
 _LUA_REASON: dict[bytes, str] = {}
-#: sha -> (native implementation, numkeys as sent in argv[2], numkeys, script name)
-_BY_SHA: dict[bytes, tuple[NativeFn, bytes, int, str]] = {}
+#: sha -> (native implementation, numkeys as sent in argv[2], numkeys, script name, variant or True)
+_BY_SHA: dict[bytes, tuple[NativeFn, bytes, int, str, Any]] = {}
+#: script name -> its run form (see :func:`bulk`)
+BULK: dict[str, Callable[..., Any]] = {}
 #: body lengths of the scripts with a native implementation (cheap EVAL prefilter)
 _LENGTHS: set[int] = set()
 #: body length of each known script
@@ -113,9 +115,25 @@ def native(name: str, accept: AcceptFn) -> Callable[[NativeFn], NativeFn]:
     return deco
 
 
+def bulk(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: ``opener(ctx, keys, variant)`` is the run form of native script ``name``, for a pipeline of
+    EVALSHAs of one of its digests (see :class:`NativeRun`): it checks what the requests with these ``keys``
+    share, once, and returns an object whose ``add(ctx, args)`` answers one request (the script's reply,
+    with the writes, statistics and keyspace hooks of the native implementation), or raises :class:`Bail`
+    before writing anything (that request then runs as a single script, and the run form opens afresh
+    after it); the opener raises :class:`Bail` when these keys are not for the run form."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        BULK[name] = fn
+        return fn
+
+    return deco
+
+
 def unregister(name: str) -> None:
     NATIVE.pop(name, None)
     ACCEPT.pop(name, None)
+    BULK.pop(name, None)
     _rebuild()
 
 
@@ -134,7 +152,7 @@ def _rebuild() -> None:
             _LUA_REASON[sha] = "its argument layout differs from the native implementation's"
             continue
         fn = NATIVE[name] if v is True else functools.partial(NATIVE[name], variant=v)
-        _BY_SHA[sha] = (fn, str(numkeys).encode(), numkeys, name)
+        _BY_SHA[sha] = (fn, str(numkeys).encode(), numkeys, name, v)
         n = SCRIPT_SIZES.get(sha)
         if n is not None:
             _LENGTHS.add(n)
@@ -273,7 +291,12 @@ def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
                 _log_lua(sha)
             return FALLBACK
         rt.compile(body, sha)  # cached for later EVALSHA / SCRIPT EXISTS
-    fn, numkeys, nk, name = ent
+    return _run(rt, c, argv, sha, ent)
+
+
+def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, bytes, int, str, Any]) -> Any:
+    """:func:`run` once the digest is known to be ``ent``'s (and loaded)."""
+    fn, numkeys, nk, name, _v = ent
     if argv[2] != numkeys or rt.running:
         return FALLBACK
     if len(argv) < 3 + nk:
@@ -336,3 +359,101 @@ def _tally(ctx: Ctx) -> None:
     """Count the inline calls of a script that stopped after writing (the Lua path would have made them)."""
     if ctx.done:
         tally(ctx.done)
+
+
+# ---- runs: a pipeline of EVALSHAs of one script -----------------------------------
+def open_run(rt: Any, c: Any, argv: list[bytes]) -> Any:
+    """EVALSHA's run opener (``respqueue.dispatch.register_run``, through the scripting router): a
+    :class:`NativeRun` when ``argv`` (the run's first request) names a loaded digest with a native
+    implementation, else None (each request then runs as usual)."""
+    server = c.server
+    if not enabled(server) or server.oom_state or server.write_refused is not None or rt.running:
+        return None
+    sha = argv[1]
+    ent = _BY_SHA.get(sha)
+    if ent is None:
+        sha = sha.lower()
+        ent = _BY_SHA.get(sha)
+        if ent is None:
+            return None
+    if rt.lookup(sha) is None:
+        return None
+    return NativeRun(rt, sha, ent)
+
+
+class NativeRun:
+    """The runner of a run of EVALSHAs of one native digest (``respqueue.dispatch.register_run``): each
+    request gets what EVALSHA gives (:func:`run`, or the Lua path when it falls back), without the
+    per-request routing. A script with a run form (:func:`bulk`: addStandardJob) runs its requests through
+    it: the checks and lookups that the requests for the same keys share are made once, while nothing else
+    runs; a request it does not take (a parent, deduplication, a duplicated id...) runs as a single script,
+    after which the run form opens afresh. The run form's inline commands are counted at ``close`` (once
+    per run, as :func:`run` counts a script's once per script)."""
+
+    __slots__ = ("rt", "sha", "ent", "opener", "state", "ctx", "no_bulk")
+
+    def __init__(self, rt: Any, sha: bytes, ent: tuple[NativeFn, bytes, int, str, Any]) -> None:
+        self.rt = rt
+        self.sha = sha
+        self.ent = ent
+        self.opener = BULK.get(ent[3])
+        self.state: Any = None
+        self.ctx: Ctx | None = None
+        self.no_bulk: list[bytes] | None = None  # keys the run form refused (until a single script ran)
+
+    def __call__(self, c: Any, argv: list[bytes]) -> Any:
+        ent = self.ent
+        if self.opener is not None and argv[2] == ent[1] and len(argv) >= 3 + ent[2]:
+            nk = ent[2]
+            keys = argv[3 : 3 + nk]
+            st = self.state
+            if st is None or st.keys != keys:
+                st = self._open(c, keys)
+            if st is not None:
+                prev_frozen = keyspace._frozen_ms
+                if prev_frozen is None:
+                    keyspace._frozen_ms = int(time.time() * 1000)  # as run() does for each script
+                try:
+                    return st.add(self.ctx, argv[3 + nk :])
+                except Bail as e:
+                    log.debug("native %s, run: a single script (%s)", ent[3], e)
+                finally:
+                    if prev_frozen is None:
+                        keyspace._frozen_ms = None
+        return self._single(c, argv)
+
+    def _open(self, c: Any, keys: list[bytes]) -> Any:
+        self.state = None
+        if self.no_bulk == keys:
+            return None
+        ctx = self.ctx
+        if ctx is None or ctx.db is not c.db:
+            self.close()
+            sc = self.rt.client
+            sc.db = c.db
+            sc.resp = 2
+            ctx = self.ctx = Ctx(sc, c.db, c.server, self.sha)
+        try:
+            self.state = self.opener(ctx, keys, self.ent[4])  # type: ignore[misc]
+        except Bail as e:
+            log.debug("native %s, run: no run form for these keys (%s)", self.ent[3], e)
+            self.no_bulk = keys
+        return self.state
+
+    def _single(self, c: Any, argv: list[bytes]) -> Any:
+        """One request as EVALSHA runs it (native, or Lua when that falls back); the run form then opens afresh."""
+        self.close()
+        self.no_bulk = None
+        r = _run(self.rt, c, argv, self.sha, self.ent)
+        if r is FALLBACK:
+            return self.rt.eval(c, argv, by_sha=True, ro=False)
+        return r
+
+    def close(self) -> None:
+        """Count the run form's inline commands (and let go of its state)."""
+        self.state = None
+        ctx = self.ctx
+        if ctx is not None:
+            self.ctx = None
+            if ctx.done:
+                tally(ctx.done)

@@ -12,13 +12,13 @@ from typing import Any
 
 from .call import Block, call, count_error, internal_error
 from .commands.registry import COMMANDS as _COMMANDS
-from .commands.registry import Command, lookup
+from .commands.registry import RUNS, Command, lookup, register_run
 from .errors import NOAUTH, unknown_command, unknown_subcommand, wrong_args
 from .resp import QUEUED, RedisError
 
 log = logging.getLogger("respqueue")
 
-__all__ = ["Block", "call", "count_error", "internal_error", "process", "resolve"]
+__all__ = ["Block", "RUNS", "call", "count_error", "internal_error", "process", "register_run", "resolve", "run_allowed"]
 
 # what a RESP2 client in subscribed mode may still run
 _PUBSUB_ALLOWED = frozenset(
@@ -44,6 +44,30 @@ def resolve(argv: list[bytes]) -> Command | RedisError:
     if (ar > 0 and n != ar) or n < -ar:
         return wrong_args(cmd.fullname)
     return cmd
+
+
+def run_allowed(client: Any, cmd: Command, argv: list[bytes]) -> bool:
+    """Whether :func:`process` would hand ``argv`` (and any later request of the same length for
+    ``cmd``) straight to ``call``, with no MONITOR client to feed: no check of dispatch rejects it
+    (arity, authentication, ACL, cluster routing, maxmemory, RESP2 pub/sub, BUSY, MISCONF), no MULTI
+    queues it, and no CLIENT REPLY setting drops its reply. A run's requests cannot change any of
+    these, nor can anything else while the run goes on (one loop turn)."""
+    ar = cmd.arity
+    server = client.server
+    return (
+        not ((ar > 0 and len(argv) != ar) or len(argv) < -ar)
+        and client.authenticated
+        and client.acl_unrestricted
+        and client.multi is None
+        and client.reply_mode is None
+        and not server.monitors
+        and not cmd.is_protected
+        and server.cluster is None
+        and server.mem_guard is None
+        and server.busy_script is None
+        and server.write_refused is None
+        and not (client.channels or client.patterns)
+    )
 
 
 def process(client: Any, argv: list[bytes]) -> Any:

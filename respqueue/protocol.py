@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 import hiredis
 
 from . import outbuf
+from .call import call
 from .client import Client
-from .dispatch import Block, process
+from .dispatch import RUNS, Block, process, run_allowed
 from .inline import ProtocolError, RequestParser, skip_replies
 from .resp import NO_REPLY, NULL_ARRAY, Push, encode
 
@@ -62,6 +63,10 @@ _BIG_AGGREGATE = re.compile(rb"\n[*~>|][0-9]{7}").search
 _BIG_AGGREGATE_START = re.compile(rb"[*~>|][0-9]{7}").match
 _AGGREGATE_TAIL = re.compile(rb"(?:^|\n)[*~>|][0-9]*\Z").search
 _AGGREGATE_COUNT = re.compile(rb"(?:^|\n)[*~>|]([0-9]{7,})").search
+# A run (dispatch.register_run): at most this many requests share a runner.
+_RUN_MAX = 1024
+# hiredis raised ProtocolError while a run was being collected
+_PROTOCOL_ERROR: Any = object()
 
 
 class BlockState:
@@ -107,6 +112,8 @@ class ClientConnection(asyncio.Protocol, Client):
         self.hold_bid = 0
         self.close_when_released = False
         self.obl_soft_since: float | None = None  # output over its soft limit since (outbuf.py)
+        # what hiredis returned after a run of requests (see _collect_run), for the loop to take next
+        self.pending: Any = None
 
     # ---- connection lifecycle -------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -260,11 +267,18 @@ class ClientConnection(asyncio.Protocol, Client):
         self.processing = True
         try:
             while self.blocked is None and not self.closing:
-                try:
-                    argv = reader.gets()
-                except hiredis.ProtocolError:
-                    odd = True
-                    break
+                argv = self.pending
+                if argv is None:
+                    try:
+                        argv = reader.gets()
+                    except hiredis.ProtocolError:
+                        odd = True
+                        break
+                else:
+                    self.pending = None
+                    if argv is _PROTOCOL_ERROR:
+                        odd = True
+                        break
                 if argv is False:
                     if n and not reader.has_data():
                         # all input consumed right after a request: forget the raw
@@ -297,7 +311,16 @@ class ClientConnection(asyncio.Protocol, Client):
                 n += 1
                 if not argv:
                     continue
-                if not self._execute(argv, out):
+                rc = RUNS.get(argv[0])
+                if rc is not None and len(argv) > 2 and run_allowed(self, rc, argv):
+                    run = self._collect_run(argv)
+                    if len(run) > 1:
+                        n += len(run) - 1
+                        if not self._execute_run(rc, run, out):
+                            break
+                    elif not self._execute(argv, out):
+                        break
+                elif not self._execute(argv, out):
                     break
                 if (n - flushed >= _FLUSH_EVERY or len(out) >= _FLUSH_PARTS) and out:
                     flushed = n
@@ -311,6 +334,80 @@ class ClientConnection(asyncio.Protocol, Client):
             if out:
                 self.write(b"".join(out))
         return odd and not self.closing
+
+    def _collect_run(self, argv: list[bytes]) -> list[list[bytes]]:
+        """``argv`` and the requests after it already in the reader that repeat its command and first argument
+        with as many arguments (at most _RUN_MAX); the first other one hiredis returned is kept in
+        ``pending`` for the loop (an incomplete request stays in the reader)."""
+        run = [argv]
+        reader = self.reader
+        name, first, ln = argv[0], argv[1], len(argv)
+        while len(run) < _RUN_MAX:
+            try:
+                nxt = reader.gets()
+            except hiredis.ProtocolError:
+                self.pending = _PROTOCOL_ERROR
+                break
+            if nxt is False:
+                break
+            if type(nxt) is list and len(nxt) == ln and nxt[0] == name and nxt[1] == first:
+                for a in nxt:
+                    if type(a) is not bytes:
+                        break
+                else:
+                    run.append(nxt)
+                    continue
+            self.pending = nxt
+            break
+        return run
+
+    def _execute_run(self, cmd: Any, run: list[list[bytes]], out: list[bytes]) -> bool:
+        """Run the requests of a run (see dispatch.register_run): what ``_execute`` does for each, with
+        the procedure the command's run opener gives (once for the run, again after blocked clients were
+        served between two requests). False when the client must stop reading."""
+        server = self.server
+        server.stats_commands += len(run)
+        self.last_cmd = cmd
+        j = server.journal
+        durable = j is not None and j.durable
+        resp3 = self.resp == 3
+        i = 0
+        while i < len(run):
+            runner = cmd.run(self, run[i])
+            if runner is None:
+                proc = cmd.proc
+            else:
+                proc = runner
+            try:
+                while i < len(run):
+                    d0 = server.dirty
+                    r = call(self, cmd, run[i], True, proc)
+                    i += 1
+                    if durable and server.dirty != d0:
+                        if out:
+                            self.write(b"".join(out))
+                            out.clear()
+                        if self.held is None or self.hold_bid != j.open_id or not j.scheduled:
+                            self.journal_hold()
+                        if r is not NO_REPLY:
+                            encode(r, out, resp3)
+                            self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
+                            out.clear()
+                    elif r is not NO_REPLY:
+                        encode(r, out, resp3)
+                    if server.ready_keys:
+                        break
+            finally:
+                if runner is not None:
+                    runner.close()
+            if server.ready_keys:
+                if out:
+                    self.write(b"".join(out))
+                    out.clear()
+                server.handle_ready_keys(self)
+            if self.closing:
+                return False
+        return True
 
     def _big_ok(self, data: bytes) -> bool:
         """Whether a read with a long aggregate header can go to the exact parser."""
@@ -328,6 +425,7 @@ class ClientConnection(asyncio.Protocol, Client):
         Returns True when the exact parser can run now.
         """
         raw_k, raw_len = self.raw_k, self.raw_len
+        self.pending = None  # (hiredis returned it, but raw_k does not count it: the exact parser reads it again)
         ok = raw_len == sum(map(len, self.raw))
         buf = b"".join(self.raw)
         self.raw.clear()

@@ -181,8 +181,8 @@ TS = 1763700000000
 
 
 def add_args(custom_id: str = "", name: str = "job", ts: Any = TS, data: str = '{"i":1}', opts: dict[str, Any] | None = None,
-             rjk: str | None = None, parent: bool = False) -> list[bytes]:
-    a: list[Any] = [Q, custom_id, name, ts, None, None, None, rjk, None]
+             rjk: str | None = None, parent: bool = False, prefix: bytes = Q) -> list[bytes]:
+    a: list[Any] = [prefix, custom_id, name, ts, None, None, None, rjk, None]
     if parent:
         a[4] = b"bull:p:1"
         a[5] = b"bull:p:1:dependencies"
@@ -564,6 +564,133 @@ def test_wakes_blocked_marker_and_watch(servers: tuple[ServerProcess, ServerProc
         p.execute()
     for c in (r, blocker, w):
         c.close()
+
+
+Q2 = b"bull:q2:"
+ADD_KEYS2 = [Q2 + k[len(Q):] for k in ADD_KEYS]
+
+
+def _pipelined(pair: Pair, body: bytes, reqs: list[tuple[list[bytes], list[bytes]]]) -> list[Any]:
+    """``reqs`` (keys, ARGV) as one pipeline of EVALSHAs on each server, sent in one write (the server reads
+    them together, as BullMQ's addBulk sends them); the replies must be the same."""
+    import socket
+
+    import hiredis
+
+    data = b"".join(hiredis.pack_command(("EVALSHA", sha(body), len(keys), *keys, *argv)) for keys, argv in reqs)
+    out = []
+    for srv in (pair.lua_srv, pair.nat_srv):
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sk:
+            sk.sendall(data)
+            rd = hiredis.Reader()
+            got: list[Any] = []
+            while len(got) < len(reqs):
+                rd.feed(sk.recv(1 << 20))
+                while (x := rd.gets()) is not False:
+                    got.append(("error", str(x)) if isinstance(x, hiredis.ReplyError) else x)
+        out.append(got)
+    assert out[0] == out[1]
+    return out[0]
+
+
+@needs_node
+def test_add_pipeline_runs(pair: Pair) -> None:
+    """A pipeline of addStandardJob EVALSHAs (BullMQ's addBulk) is a run on the native server
+    (dispatch.register_run, compat/scripts.NativeRun, add_standard_job.AddRun): replies, keyspace and INFO
+    commandstats are the Lua server's, with requests the run form does not take in the middle (custom ids,
+    a duplicate, a parent, LIFO, a priority option, malformed arguments, another queue, another numkeys),
+    events trimmed (maxLenEvents 50), a paused queue, a concurrency limit, a wrong-typed key and a counter
+    near its limit; a client blocked on the marker is served after the request that wakes it."""
+    add = NODE["addStandardJob-9"]
+    pair.load(add)
+    nat = pair.nat_srv
+    ran = native_log_count(nat, "native addStandardJob: ran in a run")
+    pair.both("CONFIG", "RESETSTAT")
+    # a fresh queue: the first job sets maxLenEvents (a single script), the rest is the run form
+    ids = _pipelined(pair, add, [(ADD_KEYS, add_args(name=f"a{i}", data=json.dumps({"i": i}))) for i in range(300)])
+    assert ids == [b"%d" % i for i in range(1, 301)]
+    pair.compare()
+    assert native_log_count(nat, "native addStandardJob: ran in a run") - ran >= 290
+    pair.both("HSET", Q + b"meta", "opts.maxLenEvents", "50")
+    mixed: list[tuple[list[bytes], list[bytes]]] = []
+    for i in range(120):
+        k = i % 12
+        if k == 3:
+            mixed.append((ADD_KEYS, add_args(custom_id=f"c{i}")))
+        elif k == 4:
+            mixed.append((ADD_KEYS, add_args(custom_id=f"c{i - 1}")))  # a duplicate: Lua
+        elif k == 5:
+            mixed.append((ADD_KEYS, add_args(parent=True)))  # missing parent: Lua
+        elif k == 6:
+            mixed.append((ADD_KEYS, add_args(opts={"lifo": True, "attempts": 2})))
+        elif k == 7:
+            mixed.append((ADD_KEYS, add_args(opts={"priority": 0, "delay": 0, "attempts": 1})))
+        elif k in (1, 8):
+            mixed.append((ADD_KEYS2, add_args(name="other queue", prefix=Q2)))
+        elif k == 9:
+            mixed.append((ADD_KEYS, [b"\xc1", b"{}", b"\x80"]))  # malformed: the error of the Lua path
+        elif k == 10:
+            mixed.append((ADD_KEYS, add_args(rjk=f"repeat:x:{i}", ts=float(TS + i))))
+        else:
+            mixed.append((ADD_KEYS, add_args(name=f"m{i}", data="x" * (i * 7))))
+    mixed.insert(60, (ADD_KEYS[:8], add_args()))  # another numkeys (another argument count): ends the run
+    _pipelined(pair, add, mixed)
+    pair.compare()
+    # in a transaction (BullMQ's Python client sends addBulk as MULTI, EVALSHA..., EXEC): EXEC's run
+    ran = native_log_count(nat, "native addStandardJob: ran in a run")
+    tx = [(ADD_KEYS, add_args(name=f"t{i}", custom_id="t-dup" if i in (5, 6) else "", parent=i == 9)) for i in range(40)]
+    out = []
+    for r in (pair.lua, pair.nat):
+        p = r.pipeline(transaction=True)
+        for keys, argv in tx:
+            p.execute_command("EVALSHA", sha(add), len(keys), *keys, *argv)
+        out.append([("error", str(x)) if isinstance(x, Exception) else x for x in p.execute(raise_on_error=False)])
+    assert out[0] == out[1]
+    pair.compare()
+    assert native_log_count(nat, "native addStandardJob: ran in a run") - ran >= 30
+    # paused, then at the concurrency limit: no marker
+    pair.both("DEL", Q + b"marker")
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    _pipelined(pair, add, [(ADD_KEYS, add_args(name=f"p{i}")) for i in range(30)])
+    pair.compare()
+    pair.both("HDEL", Q + b"meta", "paused")
+    pair.both("HSET", Q + b"meta", "concurrency", "2")
+    pair.both("RPUSH", Q + b"active", "x1", "x2")
+    _pipelined(pair, add, [(ADD_KEYS, add_args(name=f"c{i}")) for i in range(30)])
+    pair.compare()
+    pair.both("LPOP", Q + b"active")
+    _pipelined(pair, add, [(ADD_KEYS, add_args(name=f"d{i}")) for i in range(30)])
+    pair.compare()
+    # what the run form refuses for the whole queue: every request a single script, same answers
+    pair.both("SET", Q2 + b"events", "x")
+    _pipelined(pair, add, [(ADD_KEYS2, add_args(name=f"e{i}", prefix=Q2)) for i in range(5)])
+    pair.both("DEL", Q2 + b"events")
+    pair.both("SET", Q2 + b"id", "99999999999990")
+    _pipelined(pair, add, [(ADD_KEYS2, add_args(name=f"f{i}", prefix=Q2)) for i in range(15)])
+    pair.compare()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_evalsha"] >= 500
+    # a client blocked on the marker is served after the request that adds it, as Redis serves it
+    import threading
+    import time
+
+    pair.both("DEL", Q + b"marker")
+    got: list[Any] = []
+    blockers = [redis.Redis(port=r.connection_pool.connection_kwargs["port"]) for r in (pair.lua, pair.nat)]
+    ts = [threading.Thread(target=lambda b=b: got.append(b.bzpopmin(Q + b"marker", 5))) for b in blockers]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)
+    _pipelined(pair, add, [(ADD_KEYS, add_args(name=f"b{i}")) for i in range(50)])
+    for t in ts:
+        t.join(6)
+    assert len(got) == 2 and got[0] == got[1] and got[0] is not None
+    pair.compare()
+    # served right after the first job (as Redis does), so the next job added the marker again
+    assert pair.lua.zscore(Q + b"marker", "0") == 0
+    for b in blockers:
+        b.close()
 
 
 @needs_node

@@ -19,7 +19,8 @@ Implemented:
 * addStandardJob (npm 5.0-6.x, PyPI 2.x-3.x: 5.x's 7/8/9-key layouts, paused list
   and meta reads, 5.0.0's marker-before-push, as variants): plain jobs, custom ids that
   do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
-  deduplication, duplicated ids.
+  deduplication, duplicated ids. A run of its EVALSHAs (addBulk: a pipeline, or MULTI/EXEC) goes
+  through its run form, ``AddRun`` (one set of queue checks per run; see compat/scripts.NativeRun).
 * addPrioritizedJob (npm 5.9+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
   going to the prioritized zset (INCR pc, ZADD with priority * 2^32 + counter); integral
   priorities up to 2^21 and a counter below 2^32-1 (Lua otherwise).
@@ -39,9 +40,9 @@ from __future__ import annotations
 
 from respqueue.commands.scripting import register_router
 
-from ..scripts import FALLBACK, run
+from ..scripts import FALLBACK, open_run, run
 from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
 
-register_router(run, FALLBACK)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
+register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
 __all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]

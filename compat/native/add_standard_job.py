@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple
 
+from respqueue.commands.streams import node_limits, xadd_auto_id, xadd_auto_id_to
 from respqueue.numbers import str2int
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
+from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
-from ..scripts import Bail, Ctx, native
+from ..scripts import STATS, Bail, Ctx, bulk, native
 from .helpers import (
     _EXACT,
     _INT_RE,
@@ -25,6 +28,7 @@ from .helpers import (
     LLEN,
     LPUSH,
     RPUSH,
+    XADD,
     ZADD,
     ZRANGE,
     ZREVRANGEBYSCORE,
@@ -41,6 +45,8 @@ from .helpers import (
     _xadd_star,
     _zadd_marker,
 )
+
+_log = logging.getLogger("respqueue.native")
 
 # ---- addStandardJob -----------------------------------------------------------------
 _ADD_ARGV = ["msgpacked arguments array", "json stringified job data", "msgpacked options"]
@@ -296,3 +302,204 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         _zadd_marker(ctx, marker_key)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
     return job_id
+
+
+# ---- addBulk: a run of addStandardJob EVALSHAs for one queue -------------------------------
+_EVENTS_HEADROOM = 1 << 20  # stream IDs a run may use up (the single path checks MAX_ID - 8 per script)
+
+
+class AddRun:
+    """addStandardJob's run form (compat/scripts.py ``bulk``; a pipeline of EVALSHAs, as BullMQ's addBulk
+    sends): what :func:`add_standard_job` checks about the queue's keys (types, the id counter, meta's
+    paused/concurrency/maxLenEvents, the events stream, the concurrency's LLEN), once for the run, then
+    per request only the job's own checks and the script's writes, made directly on the containers, in
+    the script's order, with the same keyspace hooks (``Database.modified``, the stream_added event) and
+    the same commands counted (with ``Ctx.done``). Nothing but the run's own requests runs while the run
+    lasts (a blocked client served in between closes it), so what was checked stays true; a request that is
+    not a plain job (a parent, deduplication, a delay or priority, LIFO, an existing job id, an id counter
+    about to overflow) raises Bail before writing and runs as a single script."""
+
+    __slots__ = ("keys", "v", "db", "data", "id_key", "counter", "wait_key", "wait", "events_key", "marker_key",
+                 "max_events", "paused_or_maxed", "per_job", "xadd_added", "xadd_waiting", "marker_ok", "stream", "maxlen",
+                 "limits")
+
+    def __init__(self, ctx: Ctx, keys: list[bytes], v: AddVariant) -> None:
+        if len(keys) != v.numkeys or len(set(keys)) != v.numkeys:
+            raise Bail("args")
+        db = ctx.db
+        self.keys = keys
+        self.v = v
+        self.db = db
+        self.data = db.data
+        if db.expires and any(k in db.expires for k in keys):
+            raise Bail("a queue key with a TTL")
+        id_key, meta_key, events_key, marker_key = keys[v.id], keys[v.meta], keys[v.events], keys[v.marker]
+        cur = _check(db, id_key, bytes)
+        n = 0 if cur is None else str2int(cur)
+        if n is None or n >= _MAX_COUNTER:
+            raise Bail("id counter")
+        meta = _check_meta(db, meta_key)
+        max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+        if max_events is None:
+            raise Bail("no maxLenEvents in meta yet")  # the first job of a queue sets it: a single script
+        m = str2int(max_events)
+        if m is None or m < 0 or b"%d" % m != max_events or m >= 10**17:
+            raise Bail("maxLenEvents")  # (a plain count, as XADD's fast path takes it)
+        s = _check(db, events_key, Stream)
+        if s is not None and s.last_id >= MAX_ID - _EVENTS_HEADROOM:
+            raise Bail("stream ids")
+        wait_key = keys[v.wait]
+        per_job = [INCR, HGET, HMSET, XADD]
+        if v.active is None:
+            per_job.append(HEXISTS)
+            limit = None if meta.get(b"paused") is None else -1
+        else:
+            per_job.append(HMGET)
+            limit = _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+        if limit is None:
+            paused_or_maxed = False
+        elif limit < 0:
+            paused_or_maxed = True
+            if v.paused_list:
+                wait_key = keys[v.paused]
+        else:
+            active = _check(db, keys[v.active], List)  # type: ignore[index]
+            paused_or_maxed = (0 if active is None else len(active)) >= limit
+            per_job.append(LLEN)
+        wait = _check(db, wait_key, List)
+        _check(db, marker_key, ZSet)
+        if v.paused_list:
+            _check(db, keys[v.paused], List)
+        if v.active is not None:
+            _check(db, keys[v.active], List)
+        per_job.append(LPUSH)
+        if not paused_or_maxed:
+            per_job.append(ZADD)
+        per_job.append(XADD)
+        self.stream = s
+        self.maxlen = m
+        self.limits = node_limits(ctx.sc)
+        self.id_key = id_key
+        self.counter = n
+        self.wait_key = wait_key
+        self.wait = wait
+        self.events_key = events_key
+        self.marker_key = marker_key
+        self.max_events = max_events
+        self.paused_or_maxed = paused_or_maxed
+        self.per_job = per_job
+        self.marker_ok = False
+        # the two XADDs' argv (the job's id and name go in per job)
+        self.xadd_added = [b"XADD", events_key, b"*", b"event", b"added", b"jobId", b"", b"name", b""]
+        self.xadd_waiting = [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting",
+                             b"jobId", b""]
+
+    def add(self, ctx: Ctx, argv: list[bytes]) -> bytes:
+        """One addStandardJob (``argv``: its ARGV) of the run; Bail (before writing) for a single script."""
+        v = self.v
+        if len(argv) < 3:
+            raise Bail("args")
+        a = _unpack(argv[0])
+        if type(a) is not list:
+            raise Bail("args")
+        if len(a) < 10:
+            a = a + [None] * (10 - len(a))
+        prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
+        if a[4] is not None or a[5] is not None or (v is not ADD_V6 and any(x is not None for x in a[6 : v.rjk])):
+            raise Bail("parent")
+        if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
+            raise Bail("args types")
+        ts = timestamp if type(timestamp) is bytes else _num(timestamp)
+        rjk = a[v.rjk]
+        if _truthy(rjk):
+            rjk = _arg(rjk)
+        elif rjk is False and v is not ADD_V6:
+            raise Bail("repeat job key false")
+        else:
+            rjk = None
+        opts, opts_json = _opts_with_json(ctx, argv[2])
+        if (_truthy(opts.get(b"de")) or _truthy(opts.get(b"delay")) or _truthy(opts.get(b"priority"))
+                or _truthy(opts.get(b"lifo"))):
+            raise Bail("options")  # (the single path knows them)
+        counter = self.counter + 1
+        if counter > _MAX_COUNTER:
+            raise Bail("id counter")  # (a transaction's run has no length limit)
+        job_id = custom_id if custom_id else b"%d" % counter
+        job_key = prefix + job_id
+        data = self.data
+        if job_key in self.keys or data.get(job_key) is not None:
+            raise Bail("existing job")  # (a duplicate: the Lua path answers it)
+        # ---- the script's writes, in its order
+        db = self.db
+        done = ctx.done
+        per_job = self.per_job
+        self.counter = counter
+        # INCR id (no TTL, an integer below the counter limit: checked at the run's start)
+        id_key = self.id_key
+        created = id_key not in data
+        data[id_key] = b"%d" % counter
+        db.modified(id_key, created)
+        if custom_id:
+            per_job = [*per_job[:3], EXISTS, *per_job[3:]]
+        h = Hash()
+        if rjk is None:
+            h.set_pairs([b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json, b"timestamp", ts,
+                         b"delay", b"0", b"priority", b"0"], 2)
+        else:
+            h.set_pairs([b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json, b"timestamp", ts,
+                         b"delay", b"0", b"priority", b"0", b"rjk", rjk], 2)
+        db.add(job_key, h)
+        x = self.xadd_added.copy()
+        x[6] = job_id
+        x[8] = name
+        sc = ctx.sc
+        events = self.stream
+        if events is None:
+            xadd_auto_id(sc, x)  # (makes the stream)
+            events = self.stream = data[self.events_key]
+        else:
+            xadd_auto_id_to(sc, events, self.events_key, x, 3, self.limits, None)
+        if v.marker_first and not self.paused_or_maxed:
+            self._marker(ctx)
+        wait = self.wait
+        if wait is None:
+            ctx.sc.db = db
+            LPUSH.proc(ctx.sc, [b"LPUSH", self.wait_key, job_id])
+            self.wait = self.data.get(self.wait_key)
+        else:
+            wait.push_left((job_id,))
+            db.modified(self.wait_key)
+        if not self.paused_or_maxed and not v.marker_first:
+            self._marker(ctx)
+        x = self.xadd_waiting.copy()
+        x[9] = job_id
+        xadd_auto_id_to(sc, events, self.events_key, x, 6, self.limits, self.maxlen)
+        if done is not None:
+            done.extend(per_job)
+        else:
+            for c in per_job:  # a MONITOR client: not in a run (dispatch.run_allowed)
+                ctx.inline(c, [c.name.encode()])
+        st = STATS.get("addStandardJob")
+        if st is None:
+            st = STATS["addStandardJob"] = [0, 0]
+        st[0] += 1
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("native addStandardJob: ran in a run")
+        return job_id
+
+    def _marker(self, ctx: Ctx) -> None:
+        """``ZADD marker 0 0`` (nothing to do once the marker holds ``0`` at 0: the run's later jobs)."""
+        if self.marker_ok:
+            return
+        marker = self.data.get(self.marker_key)
+        if type(marker) is ZSet and marker.score(b"0") == 0.0:
+            self.marker_ok = True
+            return
+        ctx.sc.db = self.db
+        ZADD.proc(ctx.sc, [b"ZADD", self.marker_key, b"0", b"0"])
+
+
+@bulk("addStandardJob")
+def open_add_run(ctx: Ctx, keys: list[bytes], variant: Any) -> AddRun:
+    """addStandardJob's run form for the queue of ``keys`` (Bail: not for these keys)."""
+    return AddRun(ctx, keys, ADD_V6 if variant is True else variant)

@@ -42,6 +42,7 @@ class Command:
         "usec",
         "failed_calls",
         "rejected_calls",
+        "run",
     )
 
     def __init__(
@@ -84,6 +85,7 @@ class Command:
         self.usec = 0
         self.failed_calls = 0
         self.rejected_calls = 0
+        self.run: Any = None  # a run opener (dispatch.register_run), or None
 
     @property
     def fullname(self) -> str:
@@ -112,6 +114,25 @@ DENYOOM = frozenset(
     " rpush rpushx sadd sdiffstore set setbit setex setnx setrange sinterstore sort sunionstore xadd xgroup|create"
     " xgroup|createconsumer xsetid zadd zdiffstore zincrby zinterstore zrangestore zunionstore".split()
 )
+
+
+#: Commands a connection runs as *runs* (see :func:`register_run`): the name as clients send it -> Command.
+RUNS: dict[bytes, Command] = {}
+
+
+def register_run(name: str, opener: Any) -> None:
+    """Let consecutive requests of command ``name`` with the same first argument (a pipeline of EVALSHAs of
+    one script: BullMQ's addBulk) run together. ``opener(client, argv)``, given the first request of a run,
+    returns None (each request runs as usual) or a *runner*: a procedure ``runner(client, argv)`` that the
+    connection passes to ``call.call`` as ``proc`` for each request of the run in turn (so statistics,
+    SLOWLOG and errors are per request, as usual), which may share work between them, and whose
+    ``close()`` the connection calls after the last one, or before anything else runs (blocked clients
+    served by a request's writes). Each request's reply must be what ``cmd.proc`` would have given.
+    Runs are only formed while ``dispatch.run_allowed`` holds (then ``dispatch.process`` would run every request
+    of the run directly with ``call``)."""
+    cmd = COMMANDS[name.encode()]
+    cmd.run = opener
+    RUNS[name.encode()] = RUNS[name.upper().encode()] = cmd
 
 
 def _register(table: dict[bytes, Command], cmd: Command) -> None:

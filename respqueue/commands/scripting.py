@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..resp import OK, RedisError, Status
-from .registry import command, container, subcommand
+from .registry import command, container, register_run, subcommand
 from .util import eq
 
 #: What plug-ins register (as Redis modules do), so the core names none of them: the script runtime's
@@ -26,10 +26,13 @@ def register_runtime(factory: Any) -> None:
     _runtime = factory
 
 
-def register_router(run: Any, fallback: Any) -> None:
-    """Install a native script router: ``run(rt, client, argv, by_sha)`` answers, or returns ``fallback``."""
+def register_router(run: Any, fallback: Any, open_run: Any = None) -> None:
+    """Install a native script router: ``run(rt, client, argv, by_sha)`` answers, or returns ``fallback``.
+    ``open_run(rt, client, argv)``, if given, is EVALSHA's run opener (``dispatch.register_run``: a
+    pipeline of EVALSHAs of one script): None, or a runner that answers each request as ``run`` and the
+    Lua path would, sharing work between them."""
     global _native
-    _native = (run, fallback)
+    _native = (run, fallback, open_run)
 
 
 def _rt(c: Any) -> Any:
@@ -52,6 +55,17 @@ def _eval(c: Any, argv: list[bytes], by_sha: bool) -> Any:
         if r is not n[1]:
             return r
     return rt.eval(c, argv, by_sha=by_sha, ro=False)
+
+
+def _open_evalsha_run(c: Any, argv: list[bytes]) -> Any:
+    """EVALSHA's run opener (dispatch.register_run): the native router's, where ``_eval`` would route to it."""
+    n = _native
+    if not n or n[2] is None or not c.acl_unrestricted:
+        return None
+    rt = _rt(c)
+    if c.server.write_refused is not None:
+        return None
+    return n[2](rt, c, argv)
 
 
 @command("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, group="scripting")
@@ -142,3 +156,6 @@ _HELP = [
 @subcommand("script", "help", 2, "loading stale")
 def script_help(c: Any, argv: list[bytes]) -> Any:
     return [Status(line.encode()) for line in _HELP]
+
+
+register_run("evalsha", _open_evalsha_run)

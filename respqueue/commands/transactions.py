@@ -102,7 +102,22 @@ def exec_(c: Any, argv: list[bytes]) -> Any:
     prev = c.in_exec
     c.in_exec = True
     try:
-        for cmd, args in queued:
+        i = 0
+        n = len(queued)
+        while i < n:
+            cmd, args = queued[i]
+            if (
+                cmd.run is not None
+                and i + 1 < n
+                and queued[i + 1][0] is cmd
+                and len(args) > 2
+                and queued[i + 1][1][1] == args[1]
+                and c.acl_unrestricted
+                and c.server.mem_guard is None
+            ):
+                i = _exec_run(c, cmd, queued, i, replies)
+                continue
+            i += 1
             if not c.acl_unrestricted:  # rules may have changed since queueing (respqueue/acl.py)
                 from ..acl import check_exec
 
@@ -122,6 +137,31 @@ def exec_(c: Any, argv: list[bytes]) -> Any:
         c.multi_error = False
         c.dirty_cas = False
     return replies
+
+
+def _exec_run(c: Any, cmd: Any, queued: list[Any], i: int, replies: list[Any]) -> int:
+    """EXEC's run (registry.register_run): the queued requests from ``i`` on that repeat ``cmd`` with the same
+    first argument and as many arguments (a transaction of EVALSHAs of one script: addBulk of BullMQ's
+    Python client) share one runner. Nothing else runs before the transaction ends (blocked clients are
+    served after EXEC), so the runner stays open to the last of them. Returns the index after the run."""
+    from ..dispatch import call
+
+    args0 = queued[i][1]
+    first, ln = args0[1], len(args0)
+    runner = cmd.run(c, args0)
+    proc = cmd.proc if runner is None else runner
+    n = len(queued)
+    try:
+        while i < n:
+            cmd_i, args = queued[i]
+            if cmd_i is not cmd or len(args) != ln or args[1] != first:
+                break
+            replies.append(call(c, cmd, args, False, proc))
+            i += 1
+    finally:
+        if runner is not None:
+            runner.close()
+    return i
 
 
 @command("watch", -2, "noscript loading stale fast allow_busy", 1, -1, 1, group="transactions")
