@@ -64,7 +64,7 @@ from compat.history_schema import (
 from respqueue import events
 from respqueue.persistence import register_plugin
 from respqueue.persistence.store import register_schema
-from respqueue.types.hash import Hash
+from respqueue.types.hash import ColdHash, Hash
 
 log = logging.getLogger("respqueue")
 
@@ -164,11 +164,13 @@ class HistoryCapture:
         self.journal = journal
         self.retention_s = retention_s
         self._keys: dict[bytes, tuple[str, str, bytes] | None] = {}
-        # two generations of in-flight jobs: job key (database 0) or (db, job key) -> _Job, or the bare
-        # hash of a job that is not active (atm -1: no _Job and no tuple for each waiting job); O(1)
-        # bounded eviction
-        self._cur: dict[Any, Any] = {}
-        self._old: dict[Any, Any] = {}
+        # two generations of in-flight jobs: queue (its job key base, database 0, or (db, base)) -> job id
+        # -> _Job, or the bare hash of a job that is not active (atm -1: no _Job and no tuple for each
+        # waiting job); keyed by the event's job id, the very bytes the script pushed to the queue's list
+        # (native paths), so an entry costs its dict slot; O(1) bounded eviction (_ncur: entries in _cur)
+        self._cur: dict[Any, dict[bytes, Any]] = {}
+        self._old: dict[Any, dict[bytes, Any]] = {}
+        self._ncur = 0
         # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (event, hash)
         self._unresolved: dict[tuple[int, bytes], tuple[list[Any], Any]] = {}
         # the open batch's chunks: job key base (b"<prefix>:<queue>:") -> the queue's open chunk; all of them
@@ -204,22 +206,62 @@ class HistoryCapture:
             self._task = None
 
     # ---- the cache of in-flight jobs ------------------------------------------
-    def _get(self, k: Any) -> Any:
-        j = self._cur.get(k)
+    def _get(self, qk: Any, jid: bytes) -> Any:
+        q = self._cur.get(qk)
+        j = q.get(jid) if q is not None else None
         if j is None:
-            j = self._old.get(k)
+            q = self._old.get(qk)
+            if q is not None:
+                j = q.get(jid)
         return j
 
-    def _put(self, k: Any, j: Any) -> None:
-        cur = self._cur
-        cur[k] = j
-        if len(cur) > CACHE_LIMIT:
-            self._old = cur
-            self._cur = {}
+    def _put(self, qk: Any, jid: bytes, j: Any) -> None:
+        q = self._cur.get(qk)
+        if q is None:
+            q = self._cur[qk] = {}
+        n = len(q)
+        q[jid] = j
+        if len(q) != n:
+            self._ncur += 1
+            if self._ncur > CACHE_LIMIT:
+                self._old = self._cur
+                self._cur = {}
+                self._ncur = 0
 
-    def _drop(self, k: Any) -> None:
-        self._cur.pop(k, None)
-        self._old.pop(k, None)
+    def swapped(self, dbi: int, key: bytes, old: Any, new: Any) -> None:
+        """The job hash cached under ``key`` is held by the keyspace as ``new`` now (see on_hash_swapped)."""
+        for cache in (self._cur, self._old):
+            for qk, q in cache.items():
+                if dbi == 0:
+                    if type(qk) is not bytes:
+                        continue
+                    base = qk
+                elif type(qk) is bytes or qk[0] != dbi:
+                    continue
+                else:
+                    base = qk[1]
+                if not key.startswith(base):
+                    continue
+                jid = key[len(base):]
+                e = q.get(jid)
+                if e is None:
+                    continue
+                if e is old:
+                    q[jid] = new
+                elif type(e) is _Job and e.h is old:
+                    e.h = new
+
+    def _drop(self, qk: Any, jid: bytes) -> None:
+        q = self._cur.get(qk)
+        if q is not None and q.pop(jid, None) is not None:
+            self._ncur -= 1
+            if not q:
+                del self._cur[qk]
+        q = self._old.get(qk)
+        if q is not None:
+            q.pop(jid, None)
+            if not q:
+                del self._old[qk]
 
     # ---- capture ----------------------------------------------------------------
     def _key_info(self, key: bytes) -> tuple[str, str, bytes] | None:
@@ -317,17 +359,25 @@ class HistoryCapture:
         prefix, queue, jbase = info  # type: ignore[misc]
         db = c.db
         jkey = jbase + jid
-        ck = jkey if db.index == 0 else (db.index, jkey)
+        dbi = db.index
+        ck = jkey if dbi == 0 else (dbi, jkey)
+        qk = jbase if dbi == 0 else (dbi, jbase)
         h = db.data.get(jkey)
-        if h is not None and type(h) is not Hash and getattr(h, "rtype", None) != b"hash":
-            h = None
+        if h is not None and type(h) is not Hash:
+            if type(h) is ColdHash:
+                h = db.thaw(jkey, h)  # (a cold job: a plain Hash again, as any reader gets it)
+            elif getattr(h, "rtype", None) != b"hash":
+                h = None
         if self._unresolved:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][5] = _s(u[1].get(b"pb"))
-        cached = self._cur.get(ck)  # (self._get, inlined: this runs for every event)
-        if cached is None:
-            cached = self._old.get(ck)
+        q = self._cur.get(qk)  # (self._get, inlined: this runs for every event)
+        cached = q.get(jid) if q is not None else None
+        if cached is None and self._old:
+            q = self._old.get(qk)
+            if q is not None:
+                cached = q.get(jid)
         j = cached if type(cached) is _Job else None  # an active job's entry; else the bare hash
         src = h if h is not None else (j.h if j is not None else cached)
         # the hash's own dict when it is a plain Hash (no method call per field)
@@ -350,11 +400,7 @@ class HistoryCapture:
                 atm = 0
             if h is not None:
                 if j is None or j.h is not h:
-                    cur = self._cur  # (self._put, inlined)
-                    cur[ck] = _Job(h, atm)
-                    if len(cur) > CACHE_LIMIT:
-                        self._old = cur
-                        self._cur = {}
+                    self._put(qk, jid, _Job(h, atm))
                 else:
                     j.atm = atm
             row = [ms, sjid, name, "active", atm + 1, None, None, None, None]
@@ -382,9 +428,8 @@ class HistoryCapture:
             self._final(ch, sjid, kind, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
-            if cached is not None:  # (self._drop, inlined)
-                self._cur.pop(ck, None)
-                self._old.pop(ck, None)
+            if cached is not None:
+                self._drop(qk, jid)
         elif ev == b"added":
             if h is not None:
                 self._added = (jid, key, db, jkey, h, ch, jbase, sjid, name, nm)
@@ -394,11 +439,7 @@ class HistoryCapture:
                 d = g(b"delay")  # type: ignore[misc]
                 if d is not None and d != b"0":
                     delay = _i(d) or None
-                cur = self._cur  # (self._put, inlined)
-                cur[ck] = h
-                if len(cur) > CACHE_LIMIT:
-                    self._old = cur
-                    self._cur = {}
+                self._put(qk, jid, h)
             if self.metrics is not None:
                 self.metrics.added(db.index, prefix, queue, ms)
         elif ev == b"waiting" or ev == b"delayed":
@@ -423,7 +464,7 @@ class HistoryCapture:
                 j.atm = -1
         elif ev == b"removed":
             if cached is not None:
-                self._drop(ck)
+                self._drop(qk, jid)
         self.events += 1
         ch.events.append([ms, sjid, name, kind, attempt, worker, reason, rv_size, delay])
 
@@ -539,12 +580,22 @@ def on_stream_added(c: Any, key: bytes, sid: int, argv: list[bytes], pos: int) -
             h.on_event(c, key, sid >> 64, argv, pos)
 
 
+def on_hash_swapped(db: Any, key: bytes, old: Any, new: Any) -> None:
+    """The keyspace holds the hash at ``key`` as another object (gone cold, or used again: respqueue/events.py,
+    ``hash_swapped``): the cache of in-flight jobs follows it, so it sees the job's later changes and does
+    not keep the old object (a cold job is then its blob alone)."""
+    h = db.server.history
+    if h is not None:
+        h.swapped(db.index, key, old, new)
+
+
 def open_history(server: Any, journal: Any) -> HistoryCapture | None:
     """Build the capture from the server's config (None when ``--history off``); subscribes to XADDs."""
     cfg = server.config
     if not parse_switch(getattr(cfg, "history", "on")):
         return None
     events.subscribe("stream_added", on_stream_added)
+    events.subscribe("hash_swapped", on_hash_swapped)
     return HistoryCapture(server, journal, parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION)))
 
 

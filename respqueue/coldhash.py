@@ -29,15 +29,22 @@ from typing import Any
 
 import msgpack
 
+from .events import HASH_SWAPPED
 from .persistence.codec import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the one-row hashes of the generic rows
 from .types import hash as hash_mod
-from .types.hash import Hash, PackedHash
+from .types.hash import _STORED, ColdHash, Hash, PackedHash
 
 SLICE_S = 0.008  # at most this much compaction work per cron tick
+# ... or this much while it lags (its oldest due bucket more than twice the delay old): the hot hashes of a
+# fast fill would otherwise pile up, and the memory they free when packed stays in the process's arenas
+# (Redis's slow active-expire cycle takes up to 25% of a tick likewise)
+LAG_SLICE_S = 0.025
 # sys.getrefcount of a hash in tick()'s loop that nothing else holds (the bucket, the snapshot's pair,
 # the loop variable, the call's argument): deleted from the keyspace, so not worth packing (a job
 # completed and removed within the delay)
 _ORPHAN_REFS = 4
+# ... and the keyspace, in _compact (its argument and the call's): nothing else holds it
+_SOLE_REFS = 6
 _refs = sys.getrefcount
 _pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -48,19 +55,57 @@ class ColdHashes:
     def __init__(self, server: Any, delay_ms: int) -> None:
         self.server = server
         self.delay_ms = delay_ms
-        # the open bucket: hash -> (blob, (db, key)) when noted by the journal, None otherwise
+        # the open bucket: hash -> (blob or None, (db, key)): noted by the journal (the blob its row holds),
+        # by Database.modified in memory mode (None: packed when due), by Database.thaw (the ColdHash it
+        # was); None: noted by PackedHash's unpack (its key unknown: packed in place)
         self.cur: dict[Hash, Any] = {}
         # closed buckets, oldest first: (ms when closed, entries)
         self.buckets: deque[tuple[int, dict[Hash, Any]]] = deque()
         self._pos: Any = None  # iterator over the oldest bucket while it is being worked through
         self.compacted = 0  # hashes packed so far (DEBUG COLD-HASHES)
         self.skipped = 0
+        # after a load: [database, its keys then, next index] still to look at for cold hashes in the
+        # store's form, recoded in the compact one in the background (recode_loaded)
+        self._recode: list[list[Any]] = []
+        self.recoded = 0
 
     def note(self, h: Hash, entry: Any = None) -> None:
         self.cur[h] = entry
 
     def pending(self) -> int:
-        return len(self.cur) + sum(len(b) for _, b in self.buckets)
+        return len(self.cur) + sum(len(b) for _, b in self.buckets) + sum(len(r[1]) - r[2] for r in self._recode)
+
+    def recode_loaded(self) -> None:
+        """The store was loaded: its small hashes are ColdHash values in the store's form (msgpack with the
+        field names, as their rows hold them); recode them in the compact form in the background, a slice
+        per tick, rather than make the load slower (~45 bytes less per BullMQ job)."""
+        for db in self.server.dbs:
+            if db.data:
+                self._recode.append([db, list(db.data), 0])
+
+    def _recode_step(self, deadline: float) -> None:
+        rec = self._recode
+        while rec:
+            item = rec[0]
+            db, keys, i = item
+            data = db.data
+            n = len(keys)
+            while i < n:
+                k = keys[i]
+                i += 1
+                v = data.get(k)
+                if type(v) is ColdHash and v[0] == _STORED:
+                    c = ColdHash.of(*v.fields())
+                    if c[0] != _STORED:
+                        data[k] = c
+                        self.recoded += 1
+                        if HASH_SWAPPED:
+                            for fn in HASH_SWAPPED:
+                                fn(db, k, v, c)
+                if not i & 255 and time.perf_counter() >= deadline:
+                    item[2] = i
+                    return
+            rec.pop(0)
 
     def tick(self, now_ms: int, budget_s: float = SLICE_S) -> int:
         """Close the open bucket and compact what is due; returns how many hashes were packed."""
@@ -69,9 +114,13 @@ class ColdHashes:
             self.cur = {}
         buckets = self.buckets
         if not buckets or now_ms - buckets[0][0] < self.delay_ms:
+            if self._recode:
+                self._recode_step(time.perf_counter() + budget_s)
             return 0
         journal = self.server.journal
         jdirty = journal.dirty if journal is not None else None
+        if budget_s == SLICE_S and now_ms - buckets[0][0] >= 2 * self.delay_ms:
+            budget_s = LAG_SLICE_S
         deadline = time.perf_counter() + budget_s
         done = 0
         while buckets and now_ms - buckets[0][0] >= self.delay_ms:
@@ -88,9 +137,12 @@ class ColdHashes:
                 if entry is None:
                     if _refs(h) <= _ORPHAN_REFS:
                         continue
-                elif dbs[entry[1][0]].data.get(entry[1][1]) is not h:
-                    continue  # deleted (or replaced) since
-                if self._compact(h, entry, jdirty):
+                    data = None
+                else:
+                    data = dbs[entry[1][0]].data
+                    if data.get(entry[1][1]) is not h:
+                        continue  # deleted (or replaced) since
+                if self._compact(h, entry, jdirty, dbs):
                     done += 1
                 if n >= 256:
                     n = 0
@@ -100,9 +152,14 @@ class ColdHashes:
             self._pos = None
             buckets.popleft()
         self.compacted += done
+        if self._recode:
+            self._recode_step(deadline)
         return done
 
-    def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None) -> bool:
+    def _compact(self, h: Hash, entry: Any, jdirty: dict[Any, Any] | None, dbs: list[Any]) -> bool:
+        """Pack ``h``: replaced in the keyspace by its blob as a :class:`ColdHash` when its key is known and
+        nothing else holds it (once the ``hash_swapped`` subscribers let go of it), else turned into a
+        :class:`PackedHash` in place."""
         if h._blob is not None or h._ix is not None or h.logs_changes:
             return False  # packed already; indexed (HSCAN/HRANDFIELD); kept as field rows
         try:
@@ -111,13 +168,27 @@ class ColdHashes:
             return False
         if not d or (h.ht and len(d) > MAX_FIELDS):
             return False
+        blob = entry[0] if entry is not None else None
+        if blob is not None and jdirty is not None and entry[1] in jdirty:
+            self.skipped += 1
+            return False  # changed since it was noted with this blob: noted again when it is written
         if entry is not None:
-            blob, k = entry
-            if jdirty is not None and k in jdirty:
-                self.skipped += 1
-                return False  # changed since the journal packed it: noted again when it is written
-        else:
-            blob = _pack([h.ht, d])
+            # (a thawed hash's ColdHash, unchanged since: itself, unless in the store's form)
+            cold = blob if type(blob) is ColdHash and blob[0] != _STORED else ColdHash.of(h.ht, d)
+            db = dbs[entry[1][0]]
+            key = entry[1][1]
+            if HASH_SWAPPED:
+                for fn in HASH_SWAPPED:
+                    fn(db, key, h, cold)
+            # held by: the keyspace, the bucket, tick()'s snapshot pair and loop variable, this frame, the call
+            if _refs(h) <= _SOLE_REFS:
+                db.data[key] = cold
+                return True
+            if HASH_SWAPPED:  # held elsewhere too: packed in place, and the subscribers keep ``h``
+                for fn in HASH_SWAPPED:
+                    fn(db, key, cold, h)
+        if blob is None or type(blob) is not bytes:
+            blob = _pack([h.ht, d])  # (a PackedHash holds the store's form: the journal may write it)
         h._blob = blob
         del h.d
         del h.ht
@@ -130,6 +201,8 @@ class ColdHashes:
         n = 0
         while self.cur or self.buckets:
             n += self.tick(now, 3600.0)
+        while self._recode:
+            self._recode_step(float("inf"))
         return n
 
 
@@ -151,5 +224,6 @@ def setup(server: Any) -> None:
     hash_mod.COLD = ch
     if server.journal is not None:
         server.journal.cold = ch
+        ch.recode_loaded()
     else:
         server.cold_notes = ch

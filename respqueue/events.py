@@ -11,6 +11,13 @@ Events (name: the subscriber's arguments):
   ``argv[field_pos:]``). It runs inside the command, before its reply, so what a subscriber adds to the
   journal's open batch commits with the write.
 
+* ``hash_swapped``: ``(db, key, old, new)`` when the keyspace's value object at ``key`` in ``db`` (a
+  ``Database``) was replaced by another holding the same hash: a small hash gone cold (a ``Hash`` -> its
+  ``types.hash.ColdHash``, respqueue/coldhash.py) or a cold one used again (``Database.thaw``, back to a
+  ``Hash``). Nothing changed for Redis; a subscriber that keeps a reference to the old object (the job
+  history's cache of in-flight jobs) swaps it, so it sees later changes and the old object can go.
+  Compaction replaces a hash only when nothing else holds it once the subscribers have run.
+
 Cost: the emitting code tests the event's list (``if STREAM_ADDED:``), one global lookup, when nobody
 subscribes. A subscriber runs on the hot path of every such command: it must be cheap, must not raise and
 must not run commands.
@@ -24,7 +31,10 @@ from typing import Any
 #: subscribers of ``stream_added`` (emitted by commands/streams.py); mutated in place, never rebound
 STREAM_ADDED: list[Callable[..., Any]] = []
 
-_EVENTS: dict[str, list[Callable[..., Any]]] = {"stream_added": STREAM_ADDED}
+#: subscribers of ``hash_swapped`` (emitted by keyspace.Database.thaw and coldhash.ColdHashes)
+HASH_SWAPPED: list[Callable[..., Any]] = []
+
+_EVENTS: dict[str, list[Callable[..., Any]]] = {"stream_added": STREAM_ADDED, "hash_swapped": HASH_SWAPPED}
 
 
 def subscribe(event: str, fn: Callable[..., Any]) -> None:

@@ -14,7 +14,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .errors import WRONGTYPE
-from .types.hash import Hash
+from .events import HASH_SWAPPED
+from .types import hash as _hash_mod
+from .types.hash import ColdHash, Hash
 
 if TYPE_CHECKING:
     from .server import Server
@@ -60,7 +62,20 @@ class Database:
 
     # ---- lookups -------------------------------------------------------
     def lookup(self, key: bytes) -> Any:
-        """The value at ``key``, or None; expires the key lazily."""
+        """The value at ``key``, or None; expires the key lazily (a cold hash comes back thawed)."""
+        v = self.data.get(key)
+        if v is not None:
+            if self.expires:
+                when = self.expires.get(key)
+                if when is not None and when <= mstime():
+                    self.expire_key(key)
+                    return None
+            if type(v) is ColdHash:
+                return self.thaw(key, v)
+        return v
+
+    def peek(self, key: bytes) -> Any:
+        """As :meth:`lookup`, but a cold hash stays cold (for EXISTS, DEL: no need of its fields)."""
         v = self.data.get(key)
         if v is not None and self.expires:
             when = self.expires.get(key)
@@ -68,6 +83,20 @@ class Database:
                 self.expire_key(key)
                 return None
         return v
+
+    def thaw(self, key: bytes, v: ColdHash) -> Hash:
+        """Replace the cold hash ``v`` at ``key`` with a plain :class:`Hash` of its fields (no change of
+        content: nothing is journaled or signalled) and note it as a candidate for compaction again,
+        as its same blob while it is not changed (respqueue/coldhash.py)."""
+        h = v.thawed()
+        self.data[key] = h
+        cold = _hash_mod.COLD
+        if cold is not None:
+            cold.cur[h] = (v, (self.index, key))
+        if HASH_SWAPPED:
+            for fn in HASH_SWAPPED:
+                fn(self, key, v, h)
+        return h
 
     def lookup_type(self, key: bytes, cls: type) -> Any:
         """The value at ``key`` if it is a ``cls``, None if absent; WRONGTYPE otherwise."""
@@ -80,6 +109,8 @@ class Database:
                 self.expire_key(key)
                 return None
         if not isinstance(v, cls):
+            if type(v) is ColdHash and cls is Hash:
+                return self.thaw(key, v)
             raise WRONGTYPE
         return v
 
@@ -97,7 +128,7 @@ class Database:
         return v
 
     def exists(self, key: bytes) -> bool:
-        return self.lookup(key) is not None
+        return self.peek(key) is not None
 
     # ---- writes --------------------------------------------------------
     def set(self, key: bytes, value: Any, keepttl: bool = False) -> None:
@@ -117,7 +148,7 @@ class Database:
         self.modified(key, created)
 
     def delete(self, key: bytes) -> bool:
-        if self.lookup(key) is None:
+        if self.peek(key) is None:
             return False
         del self.data[key]
         if self.expires:
@@ -154,7 +185,7 @@ class Database:
         if s.cold_notes is not None:  # memory mode: a changed small hash may go cold (coldhash.py)
             v = self.data.get(key)
             if type(v) is Hash:
-                s.cold_notes.cur[v] = None
+                s.cold_notes.cur[v] = (None, (self.index, key))
         if self.slot_index is not None:
             self.slot_index.changed(key, created)
 

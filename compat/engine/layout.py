@@ -57,7 +57,7 @@ from typing import Any
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
 from respqueue.persistence.codec import KEY_UPSERT as _KEY_UPSERT
-from respqueue.types.hash import Hash
+from respqueue.types.hash import HASHES, ColdHash
 from respqueue.types.positions import Positions
 from respqueue.types.zset import ZSet
 
@@ -315,7 +315,7 @@ class JobLayout:
             ckey = k[1]
             for m in new:
                 jk = prefix + m
-                if not isinstance(data.get(jk), Hash) or self.find(dbi, jk, v) is not None:
+                if not isinstance(data.get(jk), HASHES) or self.find(dbi, jk, v) is not None:
                     ok = False
                     break
                 t = (dbi, jk)
@@ -328,7 +328,7 @@ class JobLayout:
             found = self._found
             for k in others:
                 dbi, key = k
-                if not isinstance(dbs[dbi].data.get(key), Hash):
+                if not isinstance(dbs[dbi].data.get(key), HASHES):
                     f = found(k)
                     while f is not None:
                         self._fallback((dbi, f[0]), f[1], stored, dirty, touched)
@@ -637,7 +637,7 @@ class JobLayout:
                 # the job's hash, in its row (as reload_key reads it, without a second query)
                 db = dbs[dbi]
                 stored.pop(k, None)
-                db.data[jk] = Hash.from_blob(bytes(row[6]))
+                db.data[jk] = ColdHash(row[6])
                 exp = row[5]
                 if exp is None:
                     db.expires.pop(jk, None)

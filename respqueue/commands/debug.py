@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from ..resp import OK, Push, RedisError, SetReply, Status, Verbatim
-from ..types.hash import Hash
+from ..types.hash import ColdHash, Hash
 from .registry import command
 from .util import _help, parse_float
 
@@ -125,10 +125,12 @@ def debug(c: Any, argv: list[bytes]) -> Any:
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "PACKED <key>",
-            "    (respqueue) 1 if the hash at <key> is held packed (cold), else 0; does not unpack it.",
+            "    (respqueue) 2 if the hash at <key> is held as its packed bytes alone (cold), 1 if packed inside",
+            "    its hash object (cold, also held elsewhere), else 0; does not unpack it.",
             "COLD-HASHES [COMPACT]",
-            "    (respqueue) Cold-hash compaction: hashes packed so far, hashes noted and not yet due,",
-            "    the delay in ms. COMPACT packs every noted hash now.",
+            "    (respqueue) Cold-hash compaction: hashes packed so far, hashes noted and not yet due",
+            "    (and loaded ones not yet recoded), the delay in ms, loaded hashes recoded in the compact",
+            "    form. COMPACT packs every noted hash now.",
             "HELP",
             "    Prints this help.",
         ])
@@ -158,17 +160,19 @@ def debug(c: Any, argv: list[bytes]) -> Any:
     if sub == b"protocol" and n == 3:
         return _debug_protocol(c, argv[2])
     if sub == b"packed" and n == 3:
-        v = c.db.lookup(argv[2])
+        v = c.db.peek(argv[2])  # (a cold hash, the keyspace's ColdHash, stays cold)
         if v is None:
             raise RedisError("ERR no such key")
+        if type(v) is ColdHash:
+            return 2
         return 1 if isinstance(v, Hash) and v.packed() is not None else 0
     if sub == b"cold-hashes" and (n == 2 or (n == 3 and argv[2].lower() == b"compact")):
         ch = server.cold_hashes
         if ch is None:
-            return [0, 0, 0]
+            return [0, 0, 0, 0]
         if n == 3:
             ch.compact_all()
-        return [ch.compacted, ch.pending(), ch.delay_ms]
+        return [ch.compacted, ch.pending(), ch.delay_ms, ch.recoded]
     raise RedisError(
         b"ERR unknown subcommand or wrong number of arguments for '" + argv[1][:128] + b"'. Try DEBUG HELP."
     )

@@ -38,7 +38,7 @@ def exists(c: Any, argv: list[bytes]) -> Any:
     db = c.db
     n = 0
     for k in argv[1:]:
-        if db.lookup(k) is not None:
+        if db.peek(k) is not None:  # (a cold hash stays cold)
             n += 1
     return n
 
@@ -50,7 +50,7 @@ def touch(c: Any, argv: list[bytes]) -> Any:
 
 @command("type", 2, "readonly fast", 1, 1, 1, group="keyspace")
 def type_(c: Any, argv: list[bytes]) -> Any:
-    v = c.db.lookup(argv[1])
+    v = c.db.peek(argv[1])
     return Status(b"none" if v is None else type_name(v))
 
 
@@ -62,7 +62,7 @@ def _rename(c: Any, argv: list[bytes], nx: bool) -> Any:
         raise NO_SUCH_KEY
     if src == dst:
         return 0 if nx else OK
-    if nx and db.lookup(dst) is not None:
+    if nx and db.peek(dst) is not None:
         return 0
     when = db.get_expire(src)
     db.delete(dst)
@@ -116,7 +116,7 @@ def copy(c: Any, argv: list[bytes]) -> Any:
     v = c.db.lookup(src)
     if v is None:
         return 0
-    if dstdb.lookup(dst) is not None:
+    if dstdb.peek(dst) is not None:
         if not replace:
             return 0
         dstdb.delete(dst)
@@ -143,7 +143,7 @@ def move(c: Any, argv: list[bytes]) -> Any:
         raise RedisError("ERR source and destination objects are the same")
     key = argv[1]
     v = c.db.lookup(key)
-    if v is None or dst.lookup(key) is not None:
+    if v is None or dst.peek(key) is not None:
         return 0
     when = c.db.get_expire(key)
     c.db.delete(key)
@@ -334,7 +334,7 @@ def randomkey(c: Any, argv: list[bytes]) -> Any:
         if n == 0:
             return None
         k = next(islice(db.data, random.randrange(n), None))
-        if db.lookup(k) is not None:
+        if db.peek(k) is not None:
             return k
     return None
 
@@ -373,7 +373,7 @@ def _expire_generic(c: Any, argv: list[bytes], unit_ms: int, absolute: bool) -> 
         v += base
     db = c.db
     key = argv[1]
-    if db.lookup(key) is None:
+    if db.peek(key) is None:
         return 0
     cur = db.get_expire(key)
     if nx and cur != -1:
@@ -413,7 +413,7 @@ def pexpireat(c: Any, argv: list[bytes]) -> Any:
 
 def _ttl(c: Any, key: bytes, ms: bool, absolute: bool) -> int:
     db = c.db
-    if db.lookup(key) is None:
+    if db.peek(key) is None:
         return -2
     when = db.get_expire(key)
     if when == -1:
@@ -447,7 +447,7 @@ def pexpiretime(c: Any, argv: list[bytes]) -> Any:
 @command("persist", 2, "write fast", 1, 1, 1, group="keyspace")
 def persist(c: Any, argv: list[bytes]) -> Any:
     db = c.db
-    if db.lookup(argv[1]) is None:
+    if db.peek(argv[1]) is None:
         return 0
     return 1 if db.persist(argv[1]) else 0
 

@@ -40,7 +40,7 @@ import msgpack
 
 from ..types.hash import MAX_LISTPACK_ENTRIES as HASH_MAX_ENTRIES
 from ..types.hash import MAX_LISTPACK_VALUE as HASH_MAX_VALUE
-from ..types.hash import Hash
+from ..types.hash import ColdHash, Hash
 from ..types.list import List
 from ..types.set import Set
 from ..types.stream import Consumer, Group, Nack, Stream
@@ -344,7 +344,7 @@ def hash_from_fields(k: tuple[int, bytes], d: dict[bytes, bytes]) -> Hash:
     return h
 
 
-hash_from_blob = Hash.from_blob  # a hash stored in one row, unpacked when first used (not attached)
+hash_from_blob = ColdHash  # a hash stored in one row: its blob, thawed when first used (not attached)
 
 
 def set_from_members(k: tuple[int, bytes], members: set[bytes]) -> Set:

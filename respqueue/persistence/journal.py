@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..resp import RedisError
 from ..stats import LATENCY_BOUNDS_S, SIZE_BOUNDS, Histogram
+from ..types.hash import ColdHash
 from .codec import KEY_DEL as _KEY_DEL
 from .codec import KEY_UPSERT as _KEY_UPSERT
 from .codec import (
@@ -512,6 +513,13 @@ class Journal:
                 continue
             if sw:
                 sw.pop(k, None)
+            if type(v) is ColdHash:
+                # a cold hash whose key changed without its fields (EXPIRE, PERSIST, MOVE...): its blob is its row
+                old = stored.pop(k, None)
+                if old is not None and old != _JOBS:
+                    drop_rows(append, old, k)
+                kup.append((dbi, key, "hash", exp, ver, v.stored()))
+                continue
             rt = v.rtype
             old = stored.get(k)
             if old == _JOBS:  # kept as job rows (see compat/engine/layout.py): no element rows

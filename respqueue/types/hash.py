@@ -278,8 +278,98 @@ class PackedHash(Hash):
         self._blob = None
         self.__class__ = Hash
         if COLD is not None:
-            COLD.cur[self] = None
+            COLD.cur.setdefault(self, None)  # (an entry naming its key stays)
         return d if name == "d" else self.ht
+
+
+# Shapes of cold hashes: a hash's field names in order, as a tuple, numbered the first time one goes cold.
+# A cold hash packs the number of its shape instead of its names (a BullMQ job's six names: one byte instead
+# of ~40). Only memory holds that form (ColdHash.of): the store's rows keep the names. At most SHAPES_MAX
+# shapes are numbered (a hash of another shape after that is packed in the store's form), so a workload of
+# ever new field names cannot grow the table without bound.
+SHAPES_MAX = 4096
+_SHAPES: list[tuple[bytes, ...]] = []
+_SHAPE_NO: dict[tuple[bytes, ...], int] = {}
+_pack = msgpack.Packer(use_bin_type=True).pack
+_unpack = msgpack.unpackb
+_STORED = 0x92  # first byte of the store's form: msgpack fixarray of 2, [hashtable?, {field: value}] (the
+# cold form has 3 elements or more)
+
+
+class ColdHash(bytes):
+    """A cold small hash as the keyspace's value itself: packed bytes and nothing else.
+
+    A waiting BullMQ job untouched for ``--hash-compact-delay`` is one of these (respqueue/coldhash.py), as
+    is every small hash loaded from the store: ~16 bytes over its blob, where a :class:`PackedHash` is an
+    80-byte object beside a separate bytes object. Two forms, told apart by the first byte: the store's,
+    msgpack ``[hashtable?, {field: value}]`` (:meth:`Hash.state`, what a loaded hash is), and the one
+    compaction makes (:meth:`of`), msgpack ``[hashtable?, shape, value, ...]``, ``shape`` the number of its
+    tuple of field names (``_SHAPES``): ~40 bytes less for a BullMQ job. It is never handed to a command:
+    ``Database.lookup`` and ``lookup_type`` turn it into a plain :class:`Hash` first (``Database.thaw``), and
+    the few readers of ``Database.data`` itself thaw it or read it through the methods below. A bytes
+    subclass: ``type(v) is bytes`` (a string) is False for it; ``len()`` is its blob's length, not the
+    hash's."""
+
+    __slots__ = ()
+    rtype = b"hash"
+    journal_key = None  # a one-row hash: written whole, never attached
+
+    @classmethod
+    def of(cls, ht: bool, d: dict[bytes, bytes]) -> ColdHash:
+        """The cold form of a hash (``ht``: hashtable-encoded) with fields ``d``, in their order."""
+        names = tuple(d)
+        no = _SHAPE_NO.get(names)
+        if no is None:
+            if len(_SHAPES) >= SHAPES_MAX or not names:  # (no field: [ht, no] would read as the store's form)
+                return cls(_pack([ht, d]))
+            no = _SHAPE_NO[names] = len(_SHAPES)
+            _SHAPES.append(names)
+        return cls(_pack([ht, no, *d.values()]))
+
+    def fields(self) -> tuple[bool, dict[bytes, bytes]]:
+        """(hashtable?, {field: value}) in the hash's order."""
+        if self[0] == _STORED:
+            ht, d = _unpack(self, raw=True)
+            return ht, d
+        it = iter(_unpack(self, raw=True))
+        ht = next(it)
+        return ht, dict(zip(_SHAPES[next(it)], it, strict=True))
+
+    def thawed(self) -> Hash:
+        """A new plain :class:`Hash` with the fields (not put in the keyspace: see ``Database.thaw``)."""
+        ht, d = self.fields()
+        h = Hash.__new__(Hash)
+        h.d = d
+        h.ht = bool(ht)
+        h._ix = None
+        h._jlog = None
+        h._jkey = None
+        h._blob = None
+        return h
+
+    def stored(self) -> bytes:
+        """The store's form (a one-row hash's ``keys.value``)."""
+        if self[0] == _STORED:
+            return bytes(self)
+        ht, d = self.fields()
+        return _pack([ht, d])
+
+    # read-only views for the keyspace's direct readers (metrics, dashboard, maxmemory's estimate)
+    def get(self, field: bytes) -> bytes | None:
+        return self.fields()[1].get(field)
+
+    def to_dict(self) -> dict[bytes, bytes]:
+        return self.fields()[1]
+
+    def memory_usage(self) -> int:
+        return self.thawed().memory_usage()
+
+    def packed(self) -> bytes:
+        return self.stored()
+
+
+# what a hash in the keyspace may be
+HASHES = (Hash, ColdHash)
 
 
 def unpacked(h: Any) -> Any:
