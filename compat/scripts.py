@@ -254,6 +254,15 @@ def cmd(name: str) -> Command:
     return c
 
 
+def _by_sha(sha: bytes) -> tuple[bytes, Any]:
+    """The digest as the table knows it (lower case) and its native entry, or None."""
+    ent = _BY_SHA.get(sha)
+    if ent is None:
+        sha = sha.lower()
+        ent = _BY_SHA.get(sha)
+    return sha, ent
+
+
 # ---- the hook ------------------------------------------------------------------
 def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
     """EVAL/EVALSHA through a native implementation, or FALLBACK for the Lua path."""
@@ -265,15 +274,11 @@ def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
     if len(argv) < 3:
         return FALLBACK
     if by_sha:
-        sha = argv[1]
-        ent = _BY_SHA.get(sha)
+        sha, ent = _by_sha(argv[1])
         if ent is None:
-            sha = sha.lower()
-            ent = _BY_SHA.get(sha)
-            if ent is None:
-                if sha not in _LOGGED and rt.lookup(sha) is not None:  # (NOSCRIPT: nothing runs)
-                    _log_lua(sha)
-                return FALLBACK
+            if sha not in _LOGGED and rt.lookup(sha) is not None:  # (NOSCRIPT: nothing runs)
+                _log_lua(sha)
+            return FALLBACK
         if rt.lookup(sha) is None:
             return FALLBACK  # NOSCRIPT comes from the Lua path
     else:
@@ -369,14 +374,8 @@ def open_run(rt: Any, c: Any, argv: list[bytes]) -> Any:
     server = c.server
     if not enabled(server) or server.oom_state or server.write_refused is not None or rt.running:
         return None
-    sha = argv[1]
-    ent = _BY_SHA.get(sha)
-    if ent is None:
-        sha = sha.lower()
-        ent = _BY_SHA.get(sha)
-        if ent is None:
-            return None
-    if rt.lookup(sha) is None:
+    sha, ent = _by_sha(argv[1])
+    if ent is None or rt.lookup(sha) is None:
         return None
     return NativeRun(rt, sha, ent)
 

@@ -384,15 +384,7 @@ class ClientConnection(asyncio.Protocol, Client):
                     r = call(self, cmd, run[i], True, proc)
                     i += 1
                     if durable and server.dirty != d0:
-                        if out:
-                            self.write(b"".join(out))
-                            out.clear()
-                        if self.held is None or self.hold_bid != j.open_id or not j.scheduled:
-                            self.journal_hold()
-                        if r is not NO_REPLY:
-                            encode(r, out, resp3)
-                            self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
-                            out.clear()
+                        self._hold_reply(r, out, resp3)
                     elif r is not NO_REPLY:
                         encode(r, out, resp3)
                     if server.ready_keys:
@@ -401,10 +393,7 @@ class ClientConnection(asyncio.Protocol, Client):
                 if runner is not None:
                     runner.close()
             if server.ready_keys:
-                if out:
-                    self.write(b"".join(out))
-                    out.clear()
-                server.handle_ready_keys(self)
+                self._serve_ready(out)
             if self.closing:
                 return False
         return True
@@ -528,29 +517,36 @@ class ClientConnection(asyncio.Protocol, Client):
                 self.reply_mode = None
             r = NO_REPLY
         if server.dirty != d0 and server.journal is not None and server.journal.durable:
-            # the reply waits for the commit of the write; earlier replies need not
-            if out:
-                self.write(b"".join(out))
-                out.clear()
-            j = server.journal
-            if self.held is None or self.hold_bid != j.open_id or not j.scheduled:
-                self.journal_hold()
-            # (else it holds for the open batch already, which is due: a pipeline of writes, such as
-            # BullMQ's addBulk, registers once per batch, not once per command)
-            if r is not NO_REPLY:
-                encode(r, out, self.resp == 3)
-                self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
-                out.clear()
+            self._hold_reply(r, out, self.resp == 3)
         elif r is not NO_REPLY:
             encode(r, out, self.resp == 3)
         if server.ready_keys:
-            if out:
-                self.write(b"".join(out))
-                out.clear()
-            server.handle_ready_keys(self)
-        if self.closing:
-            return False
-        return True
+            self._serve_ready(out)
+        return not self.closing
+
+    def _hold_reply(self, r: Any, out: list[bytes], resp3: bool) -> None:
+        """Durable mode: the reply ``r`` of a write waits for the commit of its batch; earlier replies
+        (``out``) need not and go now."""
+        if out:
+            self.write(b"".join(out))
+            out.clear()
+        j = self.server.journal
+        if self.held is None or self.hold_bid != j.open_id or not j.scheduled:
+            self.journal_hold()
+        # (else it holds for the open batch already, which is due: a pipeline of writes, such as
+        # BullMQ's addBulk, registers once per batch, not once per command)
+        if r is not NO_REPLY:
+            encode(r, out, resp3)
+            self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
+            out.clear()
+
+    def _serve_ready(self, out: list[bytes]) -> None:
+        """A request made keys ready: this client's replies so far go out, then the blocked clients are
+        served (before this client's next request, as in Redis)."""
+        if out:
+            self.write(b"".join(out))
+            out.clear()
+        self.server.handle_ready_keys(self)
 
     def _protocol_error(self, out: list[bytes], what: str) -> None:
         out.append(b"-ERR Protocol error: %s\r\n" % what.encode("latin-1").replace(b"\r", b" ").replace(b"\n", b" "))

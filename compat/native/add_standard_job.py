@@ -152,13 +152,11 @@ def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[in
     return lo, when
 
 
-@native("addStandardJob", _accept_add)
-def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = ADD_V6) -> Any:
-    """KEYS (6.x): wait paused meta id completed delayed active events marker; ARGV: args, data, opts.
-
-    Other releases' key positions and paused/concurrency semantics come in ``variant``."""
-    v = variant
-    if len(argv) < 3 or len(set(keys)) != v.numkeys:
+def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes]) -> tuple[Any, ...]:
+    """addStandardJob's ARGV (args, data, opts) as (prefix, custom id, name, timestamp as given, timestamp
+    as the job's field, repeat job key or None, opts, opts as JSON); Bail for what the native path leaves
+    to Lua (a parent, odd types)."""
+    if len(argv) < 3:
         raise Bail("args")
     a = _unpack(argv[0])
     if type(a) is not list:
@@ -182,6 +180,18 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     else:
         rjk = None
     opts, opts_json = _opts_with_json(ctx, argv[2])
+    return prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json
+
+
+@native("addStandardJob", _accept_add)
+def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: AddVariant = ADD_V6) -> Any:
+    """KEYS (6.x): wait paused meta id completed delayed active events marker; ARGV: args, data, opts.
+
+    Other releases' key positions and paused/concurrency semantics come in ``variant``."""
+    v = variant
+    if len(set(keys)) != v.numkeys:
+        raise Bail("args")
+    prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json = _job_args(ctx, v, argv)
     if _truthy(opts.get(b"de")):
         raise Bail("deduplication")
     delay = opts.get(b"delay")
@@ -397,27 +407,7 @@ class AddRun:
     def add(self, ctx: Ctx, argv: list[bytes]) -> bytes:
         """One addStandardJob (``argv``: its ARGV) of the run; Bail (before writing) for a single script."""
         v = self.v
-        if len(argv) < 3:
-            raise Bail("args")
-        a = _unpack(argv[0])
-        if type(a) is not list:
-            raise Bail("args")
-        if len(a) < 10:
-            a = a + [None] * (10 - len(a))
-        prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
-        if a[4] is not None or a[5] is not None or (v is not ADD_V6 and any(x is not None for x in a[6 : v.rjk])):
-            raise Bail("parent")
-        if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
-            raise Bail("args types")
-        ts = timestamp if type(timestamp) is bytes else _num(timestamp)
-        rjk = a[v.rjk]
-        if _truthy(rjk):
-            rjk = _arg(rjk)
-        elif rjk is False and v is not ADD_V6:
-            raise Bail("repeat job key false")
-        else:
-            rjk = None
-        opts, opts_json = _opts_with_json(ctx, argv[2])
+        prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json = _job_args(ctx, v, argv)
         if (_truthy(opts.get(b"de")) or _truthy(opts.get(b"delay")) or _truthy(opts.get(b"priority"))
                 or _truthy(opts.get(b"lifo"))):
             raise Bail("options")  # (the single path knows them)
