@@ -180,6 +180,16 @@ class _TrimArgs:
         return self.maxlen is not None or self.minid is not None
 
 
+def _count(arg: bytes, negative: Exception) -> int:
+    """A MAXLEN or LIMIT count: an integer (else Redis's not-an-integer error), not below 0 (else ``negative``)."""
+    v = str2int(arg)
+    if v is None:
+        raise NOT_INTEGER
+    if v < 0:
+        raise negative
+    return v
+
+
 def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> _TrimArgs:
     """streamParseAddOrTrimArgsOrReply."""
     a = _TrimArgs()
@@ -203,22 +213,12 @@ def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> _TrimArgs:
             elif more >= 2 and nxt == b"=":
                 i += 1
             if lopt == b"maxlen":
-                v = str2int(argv[i + 1])
-                if v is None:
-                    raise NOT_INTEGER
-                if v < 0:
-                    raise MAXLEN_NEGATIVE
-                a.maxlen = v
+                a.maxlen = _count(argv[i + 1], MAXLEN_NEGATIVE)
             else:
                 a.minid = parse_id(argv[i + 1], 0, strict=True)[0]
             i += 1
         elif lopt == b"limit" and more:
-            v = str2int(argv[i + 1])
-            if v is None:
-                raise NOT_INTEGER
-            if v < 0:
-                raise LIMIT_NEGATIVE
-            a.limit = v
+            a.limit = _count(argv[i + 1], LIMIT_NEGATIVE)
             limit_given = True
             i += 1
         elif xadd and lopt == b"nomkstream":
