@@ -525,6 +525,53 @@ def test_diff_approx_trim_layout(diff):
     diff("XLEN", "huge")
 
 
+
+def test_diff_every_node_boundary(diff):
+    """Each entry's listpack size decides where its node ends (stream-node-max-bytes): after every XADD,
+    ``XTRIM MAXLEN ~ 1`` leaves only the last node, so XLEN shows where each boundary fell. Entries of every
+    element encoding (small and large integers, the int64 edges, non-canonical numbers, strings around 64
+    bytes), with the master's fields or others, ms and seq deltas from 0 to negative and past 127, between
+    fillers of every length (so that boundaries fall at every byte offset): a size off by one byte for any
+    of them moves a boundary."""
+    values = ["0", "1", "127", "128", "-1", "-128", "4095", "4096", "-4096", "-4097", "32767", "32768",
+              "8388607", "8388608", "-8388609", "2147483647", "2147483648", "9223372036854775807",
+              "9223372036854775808", "-9223372036854775808", "007", "-0", "+1", "1.5", " 1", "", "x",
+              "v" * 62, "v" * 63, "v" * 64, "v" * 65, "v" * 130]
+    try:
+        for max_bytes in ("4096", "150", "97"):
+            diff("CONFIG", "SET", "stream-node-max-bytes", max_bytes)
+            key = f"b{max_bytes}"
+            ms, seq = 1000, 0
+            for i in range(2 * len(values) * 5):
+                j = i // 2
+                v = values[j % len(values)]
+                if i % 2 == 0:
+                    fields = ["f", "p" * (j % 41)]  # a filler
+                else:
+                    w = values[(j * 7 + 3) % len(values)]
+                    shape = (j // len(values)) % 5
+                    if shape == 0:
+                        fields = ["f", v]
+                    elif shape == 1:
+                        fields = ["event", "added", "jobId", v, "name", w]
+                    elif shape == 2:
+                        fields = ["event", v or "e", "jobId", w]
+                    elif shape == 3:
+                        fields = ["event", "completed", "jobId", str(-j), "returnvalue", v + w, "prev", "active"]
+                    else:
+                        fields = [v or "f", w]
+                step = (0, 1, 130, 3, 1000, 0, 0)[i % 7]
+                if step:
+                    ms += step
+                    seq = (0, 200, 5, 70000)[i % 4]
+                else:
+                    seq += (1, 150, 2)[i % 3]
+                diff("XADD", key, f"{ms}-{seq}", *fields)
+                diff("XTRIM", key, "MAXLEN", "~", "1")
+                diff("XLEN", key)
+    finally:
+        diff("CONFIG", "SET", "stream-node-max-bytes", "4096")
+
 # ---- differential: XREAD -----------------------------------------------------------------
 
 

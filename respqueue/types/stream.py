@@ -105,25 +105,36 @@ def _ssz(b: bytes) -> int:
     return enc + 5
 
 
-#: a bounded memo of :func:`_ssz` for short elements: field names and most values repeat from entry to entry
-_SSZ_MEMO: dict[bytes, int] = {}
-_SSZ_MEMO_MAX = 4096
+class _SszMemo(dict):  # type: ignore[type-arg]
+    """:func:`_ssz` of short elements, filled on a miss (``__missing__``), so that a sum over a list of
+    them is ``sum(map(memo.__getitem__, xs))``: a loop in C, Python only for an element not seen yet.
+    Bounded: cleared when full. Field names and most values repeat from entry to entry."""
 
+    __slots__ = ()
 
-def _ssz_sum(xs: list[bytes]) -> int:
-    """``sum(map(_ssz, xs))``, with short elements (the usual ones) from the memo."""
-    memo = _SSZ_MEMO
-    t = 0
-    for b in xs:
-        s = memo.get(b)
-        if s is None:
+    def __missing__(self, b: bytes) -> int:
+        n = len(b)
+        if b.isdigit():  # (bytes: ASCII digits only; False when empty)
+            if n <= 18 and (n == 1 or b[0] != 48):  # a canonical decimal int64: what _ssz finds, sooner
+                v = int(b)
+                s = 2 if v <= 127 else 3 if v <= 4095 else 4 if v <= 32767 else 5 if v <= 8388607 else (
+                    6 if v <= 2147483647 else 10)
+            else:
+                s = _ssz(b)
+        elif n < 64 and b[:1] != b"-":
+            s = n + 2  # a short string that is no integer
+        else:
             s = _ssz(b)
-            if len(b) <= 32:
-                if len(memo) >= _SSZ_MEMO_MAX:
-                    memo.clear()
-                memo[b] = s
-        t += s
-    return t
+        if len(b) <= 32:
+            if len(self) >= _SSZ_MEMO_MAX:
+                self.clear()
+            self[b] = s
+        return s
+
+
+_SSZ_MEMO_MAX = 4096
+_SSZ_MEMO = _SszMemo()
+_ssz_of = _SSZ_MEMO.__getitem__
 
 
 def _signed64(v: int) -> int:
@@ -134,20 +145,30 @@ def _signed64(v: int) -> int:
 class _Node:
     """Bookkeeping for one radix-tree node (listpack) of the Redis layout."""
 
-    __slots__ = ("fields", "count", "deleted", "nbytes", "last")
+    __slots__ = ("fields", "count", "deleted", "nbytes", "last", "mms", "mseq")
 
-    def __init__(self, fields: list[bytes], count: int, deleted: int, nbytes: int, last: int) -> None:
+    def __init__(self, fields: list[bytes], count: int, deleted: int, nbytes: int, last: int, master: int) -> None:
         self.fields = fields  # master entry fields
         self.count = count  # live entries
         self.deleted = deleted  # tombstones
         self.nbytes = nbytes  # listpack bytes, without the count/deleted elements
         self.last = last  # ID of the last entry in the node (live or not)
+        self.mms = master >> 64  # the master entry's ID (the node's key), as ms and seq: the entries' deltas
+        self.mseq = master & MASK64
 
     def lp_bytes(self) -> int:
         return self.nbytes + _isz(self.count) + _isz(self.deleted)
 
     def copy(self) -> _Node:
-        return _Node(self.fields, self.count, self.deleted, self.nbytes, self.last)
+        n = _Node.__new__(_Node)
+        n.fields = self.fields
+        n.count = self.count
+        n.deleted = self.deleted
+        n.nbytes = self.nbytes
+        n.last = self.last
+        n.mms = self.mms
+        n.mseq = self.mseq
+        return n
 
 
 class Stream(Journaled):
@@ -316,40 +337,48 @@ class Stream(Journaled):
 
     # ---- writes ------------------------------------------------------------
     def append(self, id_: int, fv: list[bytes], max_entries: int = 100, max_bytes: int = 4096) -> None:
-        """Append entry ``id_`` (greater than every ID so far) with flat field/value list ``fv``."""
-        n = len(fv) >> 1
+        """Append entry ``id_`` (greater than every ID so far) with flat field/value list ``fv``.
+
+        The entry's listpack bytes as t_stream.c's ``streamAppendItem`` lays them out: its flags and ID
+        deltas from the node's master entry, then its values only when its fields are the master's, else
+        its field count, fields and values; and a last element, the entry's element count."""
         nodes = self._nodes
-        node = nodes[-1] if nodes else None
-        if node is not None:
-            if max_bytes <= 0 or max_bytes > LP_MAX_SIZE:
-                max_bytes = LP_MAX_SIZE
-            c, dl = node.count, node.deleted
+        fields = fv[0::2]
+        if nodes:
+            node = nodes[-1]
+            c = node.count
+            dl = node.deleted
             if max_entries and c + dl >= max_entries:
                 node = None
-            elif (
-                node.nbytes + (2 if c <= 127 else _isz(c)) + (2 if dl <= 127 else _isz(dl)) + sum(map(len, fv))
-                >= max_bytes
-            ):
-                node = None
-        fields = fv[0::2]
+            else:
+                if max_bytes <= 0 or max_bytes > LP_MAX_SIZE:
+                    max_bytes = LP_MAX_SIZE
+                # (lpBytes + the raw length of the fields and values, as Redis compares them)
+                if (
+                    node.nbytes + (2 if c <= 127 else _isz(c)) + (2 if dl <= 127 else _isz(dl))
+                    + len(b"".join(fv)) >= max_bytes
+                ):
+                    node = None
+        else:
+            node = None
+        n = len(fields)
         if node is None:
-            nb = 7 + _isz(n) + 2 + _ssz_sum(fields)  # header + end, num-fields, master terminator
-            node = _Node(fields, 0, 0, nb, id_)
+            # header + end, num-fields, master terminator
+            node = _Node(fields, 0, 0, 7 + _isz(n) + 2 + sum(map(_ssz_of, fields)), id_, id_)
             nodes.append(node)
             self._nkeys.append(id_)
-            master = id_
+            eb = 6  # flags, ms delta 0, seq delta 0
             same = True
         else:
-            master = self._nkeys[-1]
+            d = (id_ >> 64) - node.mms
+            eb = 4 if 0 <= d <= 127 else 2 + _isz(_signed64(d))  # flags + ms delta
+            d = (id_ & MASK64) - node.mseq
+            eb += 2 if 0 <= d <= 127 else _isz(_signed64(d))  # seq delta
             same = fields == node.fields
-        d = (id_ >> 64) - (master >> 64)
-        eb = 4 if 0 <= d <= 127 else 2 + _isz(_signed64(d))  # flags + ms delta
-        d = (id_ & MASK64) - (master & MASK64)
-        eb += 2 if 0 <= d <= 127 else _isz(_signed64(d))  # seq delta
         if same:
-            eb += _ssz_sum(fv[1::2]) + _isz(n + 3)
+            eb += sum(map(_ssz_of, fv[1::2])) + (2 if n <= 124 else _isz(n + 3))
         else:
-            eb += _isz(n) + _ssz_sum(fv) + _isz(2 * n + 4)
+            eb += _isz(n) + sum(map(_ssz_of, fv)) + _isz(2 * n + 4)
         node.count += 1
         node.nbytes += eb
         node.last = id_
