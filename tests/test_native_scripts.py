@@ -420,6 +420,46 @@ def test_finish_cycle(pair: Pair) -> None:
     pair.compare()
 
 
+
+@needs_node
+def test_queue_keys_with_a_ttl(pair: Pair) -> None:
+    """A queue key that has a TTL is looked up as Lua's redis.call does: expired (with active expiry off, so
+    that only the lookup can find it gone), it is absent and deleted; not yet expired, it is used. The native
+    paths read a key without a TTL directly (helpers._check): one with a TTL must not be read that way."""
+    import time
+
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    for b in (add, mta, fin):
+        pair.load(b)
+    pair.both("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        for _ in range(4):
+            pair.script(add, ADD_KEYS, add_args())
+        pair.both("PEXPIRE", Q + b"wait", "600000")  # a TTL not due: the list is used
+        r = pair.script(mta, MTA_KEYS, mta_args())
+        assert isinstance(r, list) and r[1], r
+        pair.compare()
+        pair.both("ZADD", Q + b"completed", "1", "old")
+        pair.both("PEXPIRE", Q + b"completed", "1")
+        pair.both("PEXPIRE", Q + b"wait", "1")
+        time.sleep(0.05)
+        keys, argv = finish_args(r[1], fetch=1)
+        r = pair.script(fin, keys, argv)  # completed and wait have expired: gone, nothing to fetch
+        assert r == 0, r
+        pair.compare()
+        assert pair.nat.zrange(Q + b"completed", 0, -1) == [r_id for r_id in pair.lua.zrange(Q + b"completed", 0, -1)]
+        assert pair.nat.exists(Q + b"wait") == 0
+        pair.both("PEXPIRE", Q + b"meta", "1")
+        time.sleep(0.05)
+        pair.script(add, ADD_KEYS, add_args())
+        pair.compare()
+        pair.both("PEXPIRE", Q + b"wait", "1")
+        time.sleep(0.05)
+        assert pair.script(mta, MTA_KEYS, mta_args()) == [0, 0, 0, 0]
+        pair.compare()
+    finally:
+        pair.both("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
 def _monitored(port: int, run: Any) -> list[list[str]]:
     """The commands a MONITOR client saw while ``run()`` ran (without time, db and client address)."""
     import socket

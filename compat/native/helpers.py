@@ -122,7 +122,17 @@ def _opts_with_json(ctx: Ctx, raw: bytes) -> tuple[dict[Any, Any], bytes]:
 
 
 def _check(db: Any, key: bytes, cls: type) -> Any:
-    """The value at ``key`` if absent or a ``cls``; Bail otherwise (the script would fail)."""
+    """The value at ``key`` if absent or a ``cls``; Bail otherwise (the script would fail).
+
+    What ``db.lookup`` gives, without its call for the usual cases: an absent key, and a value of exactly
+    ``cls`` without a TTL (a key with one, or a cold hash, takes ``lookup``: it may expire it, or thaw it)."""
+    v = db.data.get(key)
+    if v is None:
+        return None
+    if type(v) is cls:
+        exp = db.expires
+        if not exp or key not in exp:
+            return v
     v = db.lookup(key)
     if v is not None and type(v) is not cls and not isinstance(v, cls):
         raise Bail("wrong type")

@@ -207,9 +207,10 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     # ---- everything that could fail or branch after the first write
     if type(job) is not Hash:
         raise Bail("wrong type")
-    if job.get(b"parentKey") is not None or job.get(b"parent") is not None or job.get(b"deid") is not None:
+    jd = job.d  # (a plain Hash: its fields dict, read without a method call per field)
+    if b"parentKey" in jd or b"parent" in jd or b"deid" in jd:
         raise Bail("job with parent or dedup")
-    atm = job.get(b"atm")
+    atm = jd.get(b"atm")
     if atm is not None:
         n = str2int(atm)
         if n is None or n >= _INT64_MAX:
