@@ -422,6 +422,24 @@ def test_finish_cycle(pair: Pair) -> None:
 
 
 @needs_node
+def test_active_reply_fields_of_every_length(pair: Pair) -> None:
+    """moveToActive's reply (the job hash flattened, pre-encoded natively) is Lua's byte for byte: field names
+    the reply's memo of names has seen before and new ones, values and names longer than its header table
+    (1024 bytes: the pack_command path), an empty value."""
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    for b in (add, mta):
+        pair.load(b)
+    datas = ['{"i":1}', '{"x":"' + "d" * 1100 + '"}', '{"y":2}', "", '{"z":3}']
+    for i, data in enumerate(datas):
+        pair.script(add, ADD_KEYS, add_args(data=data, name="n" * (i * 300)))
+    pair.both("HSET", Q + b"3", b"f" * 1500, "v")
+    pair.both("HSET", Q + b"4", "extra", "")
+    for _ in datas:
+        r = pair.script(mta, MTA_KEYS, mta_args())
+        assert isinstance(r, list) and r[1], r
+        pair.compare()
+
+@needs_node
 def test_queue_keys_with_a_ttl(pair: Pair) -> None:
     """A queue key that has a TTL is looked up as Lua's redis.call does: expired (with active expiry off, so
     that only the lookup can find it gone), it is absent and deleted; not yet expired, it is used. The native

@@ -231,20 +231,32 @@ def _next_delay_reply(call: Any, delayed_key: bytes) -> list[Any] | None:
     return [0, 0, 0, truncate(score / 0x1000)]
 
 
+#: a job hash's field name as a bulk string (``$<len>\r\n<name>\r\n``): the names repeat from job to job
+_FIELD_BULK: dict[bytes, bytes] = {}
+
+
 def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> list[Any]:
     """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay.
 
     The flattened hash (all bytes) goes out pre-encoded, as one RESP array of bulk strings (the job's
-    fields are most of the reply): headers from resp's table (1.9 us for a 12-field job hash, 2.9 with
-    ``hiredis.pack_command``); a field or value over 1024 bytes takes pack_command."""
+    fields are most of the reply): headers from resp's table, each field name's bulk string from
+    ``_FIELD_BULK`` (17% fewer instructions than a header, name and CRLF per field; 2.9 us for a
+    12-field job hash with ``hiredis.pack_command``); a field or value over 1024 bytes takes pack_command."""
     hdr = _BULK_HDR
-    out = [_MBULK[2 * len(h)] if len(h) < 512 else b"*%d\r\n" % (2 * len(h))]
+    fb = _FIELD_BULK
+    d = h.d if type(h) is Hash else h
+    out = [_MBULK[2 * len(d)] if len(d) < 512 else b"*%d\r\n" % (2 * len(d))]
     ext = out.extend
     try:
-        for f, v in h.items():
-            ext((hdr[len(f)], f, b"\r\n", hdr[len(v)], v, b"\r\n"))
+        for f, v in d.items():
+            p = fb.get(f)
+            if p is None:
+                p = hdr[len(f)] + f + b"\r\n"
+                if len(fb) < 1024:
+                    fb[f] = p
+            ext((p, hdr[len(v)], v, b"\r\n"))
     except IndexError:
-        return [Encoded(pack_command(tuple(chain.from_iterable(h.items())))), job_id, 0, 0]
+        return [Encoded(pack_command(tuple(chain.from_iterable(d.items())))), job_id, 0, 0]
     return [Encoded(b"".join(out)), job_id, 0, 0]
 
 
