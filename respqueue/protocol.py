@@ -60,6 +60,22 @@ _FLUSH_PARTS = 2048
 # count; a payload holding them merely takes the exact parser. Keep these cheap,
 # they scan every read.
 _BIG_AGGREGATE = re.compile(rb"\n[*~>|][0-9]{7}").search
+
+
+def big_aggregate_in(data: bytes) -> bool:
+    """``_BIG_AGGREGATE(data) is not None``, for a read: the aggregate marks found by ``bytes.find`` (a
+    memchr) and their line start and digits checked in Python, at a third of the regex's instructions on a
+    read of BullMQ scripts (the regex steps through every byte looking for newlines)."""
+    find = data.find
+    for mark in b"*~>|":
+        i = find(mark, 1)
+        while i >= 0:
+            if data[i - 1] == 10 and len(data) >= i + 8 and data[i + 1 : i + 8].isdigit():
+                return True
+            i = find(mark, i + 1)
+    return False
+
+
 _BIG_AGGREGATE_START = re.compile(rb"[*~>|][0-9]{7}").match
 _AGGREGATE_TAIL = re.compile(rb"(?:^|\n)[*~>|][0-9]*\Z").search
 _AGGREGATE_COUNT = re.compile(rb"(?:^|\n)[*~>|]([0-9]{7,})").search
@@ -215,7 +231,7 @@ class ClientConnection(asyncio.Protocol, Client):
             self.raw.append(data)
         self.raw_len += len(data)
         if (
-            _BIG_AGGREGATE(data) is not None
+            big_aggregate_in(data)
             or _BIG_AGGREGATE_START(data) is not None
             or (self.agg_tail and data[:1].isdigit())
         ) and self._big_ok(data):

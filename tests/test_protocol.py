@@ -465,3 +465,28 @@ def test_pipeline_split_after_complete_requests(rq_server):
         finally:
             s.close()
     assert bad == []
+
+
+# ---- the scan of a read for big aggregate headers ------------------------------------
+def _big_by_regex(data: bytes) -> bool:
+    import re
+
+    return re.search(rb"\n[*~>|][0-9]{7}", data) is not None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_big_aggregate_scan_matches_its_regex(seed: int) -> None:
+    """protocol.big_aggregate_in finds what the regex it replaces finds (a header of 7+ digits that starts a
+    line), over reads made of the bytes that matter: marks, newlines, digits, the edges of the read."""
+    import random
+
+    from respqueue.protocol import big_aggregate_in
+
+    rng = random.Random(seed)
+    alphabet = b"*~>|\n\r0123456789$x"
+    fixed = [b"", b"\n", b"\n*", b"\n*123456", b"\n*1234567", b"*1234567", b"x\n*1234567", b"\n*12345678",
+             b"\n~1234567\r\n", b"\n>0000000", b"\n|9999999", b"\n*123456x7", b"\r*1234567", b"\n**1234567",
+             b"\n*\n*1234567", b"\n$1234567", b"\n*1\r\n$4\r\nPING\r\n*2147483648\r\n"]
+    cases = fixed + [bytes(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(20000)]
+    for data in cases:
+        assert big_aggregate_in(data) == _big_by_regex(data), data
