@@ -21,7 +21,7 @@ interop/bench/durability.py runs the four durable/buffered x always/everysec pai
 throwaway PostgreSQL (initdb in a temp folder, default durability: fsync, synchronous_commit and
 full_page_writes on) driven through BullMQ 6's own PostgreSQL backend (createPostgresBackend, the
 `pg` package); its CPU is the whole postmaster tree (backends, WAL writer, checkpointer, ...).
-Without PostgreSQL's binaries the target is skipped with a message.
+Without PostgreSQL's binaries or the `pg` package the target is skipped with a message.
 """
 
 from __future__ import annotations
@@ -187,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 1 if a.quick else a.rounds
     workloads = [w for w in a.only.split(",") if w] or WORKLOADS
     load0 = os.getloadavg()
-    pg: PgProc | None = start_postgres() if a.postgres else None
+    pg_missing = ""
+    if a.postgres and not os.path.isdir(os.path.join(os.path.dirname(HERE), "node_modules", "pg")):
+        pg_missing = "the pg package is not installed: cd interop && npm ci"
+        print(f"postgres: {pg_missing}; skipping the PostgreSQL target", file=sys.stderr)
+    pg: PgProc | None = start_postgres() if a.postgres and not pg_missing else None
     try:
         rd: Proc = start_redis(*redis_aof_flags(a.redis_aof))
         rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []), *shlex.split(a.respqueue_args))
@@ -245,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{pg_settings.get('server_version', '?')}, settings: "
               + ", ".join(f"{k}={v}" for k, v in pg_settings.items() if k != "server_version"))
     elif a.postgres:
-        print("postgres: SKIPPED (PostgreSQL's initdb/postgres not found)")
+        print(f"postgres: SKIPPED ({pg_missing or 'PostgreSQL binaries not found'})")
     print(f"load average (1/5/15 min) at start {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
           f"at end {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}")
     print("| workload | jobs/run | respqueue jobs/s | redis jobs/s | respqueue/redis | respqueue CPU s/1000 jobs | redis CPU s/1000 jobs |")
