@@ -3,6 +3,7 @@
     python -m interop.bench.bullmq [--quick] [--jobs N] [--rounds R] [--only add,process]
                                    [--durability durable|buffered|memory] [--redis-aof always|everysec|no]
                                    [--client-dir interop/bullmq5] [--respqueue-args '--native-scripts off']
+                                   [--postgres]
 
 Workloads (interop/bench/bullmq_bench.js):
     add       Queue.add with 50 calls in flight
@@ -16,6 +17,11 @@ start and the end of the timed part only. Both servers are flushed before every 
 --durability picks respqueue's mode (default: its default, durable); --redis-aof runs Redis with
 appendonly yes and that appendfsync policy (default: no, Redis without persistence).
 interop/bench/durability.py runs the four durable/buffered x always/everysec pairings in one run.
+--postgres adds a third server to the same rounds (redis, respqueue, postgres, redis, ...): a
+throwaway PostgreSQL (initdb in a temp folder, default durability: fsync, synchronous_commit and
+full_page_writes on) driven through BullMQ 6's own PostgreSQL backend (createPostgresBackend, the
+`pg` package); its CPU is the whole postmaster tree (backends, WAL writer, checkpointer, ...).
+Without PostgreSQL's binaries or the `pg` package the target is skipped with a message.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from .common import Proc, machine, start_redis, start_respqueue
+from .common import PgProc, Proc, machine, start_postgres, start_redis, start_respqueue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "bullmq_bench.js")
@@ -40,9 +46,9 @@ WORKLOADS = ["add", "addbulk", "process", "latency"]
 CLIENT_DIR = [os.path.dirname(HERE)]
 
 
-def client_version(client_dir: str) -> str:
+def client_version(client_dir: str, package: str = "bullmq") -> str:
     try:
-        with open(os.path.join(client_dir, "node_modules", "bullmq", "package.json")) as f:
+        with open(os.path.join(client_dir, "node_modules", package, "package.json")) as f:
             return str(json.load(f)["version"])
     except (OSError, ValueError, KeyError):
         return "?"
@@ -81,11 +87,15 @@ def flushall(port: int) -> None:
             buf += chunk
 
 
-def run_driver(srv: Proc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float, float]:
+def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float, float]:
     """Run the Node driver once against ``srv``; return its result, the server CPU seconds spent
     between its MARK start and MARK end, and how many of them its child processes spent."""
-    flushall(srv.port)
     env = {**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]}
+    if isinstance(srv, PgProc):
+        env["BULLMQ_PG"] = srv.url  # the driver drops the schema (the flush) and migrates afresh
+    else:
+        env.pop("BULLMQ_PG", None)
+        flushall(srv.port)
     p = subprocess.Popen(["node", DRIVER, str(srv.port), workload, *params, "--sync"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
     killer = threading.Timer(timeout, p.kill)
@@ -132,6 +142,17 @@ def params_for(workload: str, jobs: int, quick: bool, rate: int) -> list[str]:
     return ["--jobs", str(jobs), "--concurrency", "50"]
 
 
+def spread(xs: list[float], fmt: str = ",.0f") -> str:
+    """median [min-max] of per-round figures (NaN: not reported, left out)"""
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "n/a"
+    s = sorted(xs)
+    n = len(s)
+    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return f"{med:{fmt}} [{s[0]:{fmt}}-{s[-1]:{fmt}}]" if n > 1 else f"{med:{fmt}}"
+
+
 def redis_aof_flags(policy: str) -> list[str]:
     """redis-server flags for ``--redis-aof``: always/everysec turn the AOF on, no leaves it off."""
     if policy == "no":
@@ -155,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="folder whose node_modules holds the bullmq to drive (default interop/; "
                          "interop/bullmq5 for BullMQ 5.x)")
     ap.add_argument("--respqueue-args", default="", help="extra respqueue flags, e.g. '--native-scripts off'")
+    ap.add_argument("--postgres", action="store_true",
+                    help="add BullMQ's own PostgreSQL backend on a throwaway PostgreSQL as a third server")
     a = ap.parse_args(argv)
     CLIENT_DIR[0] = os.path.abspath(a.client_dir)
     if shutil.which("node") is None or not os.path.isdir(os.path.join(CLIENT_DIR[0], "node_modules", "bullmq")):
@@ -163,16 +186,31 @@ def main(argv: list[str] | None = None) -> int:
     jobs = 2_000 if a.quick and a.jobs == 20_000 else a.jobs
     rounds = 1 if a.quick else a.rounds
     workloads = [w for w in a.only.split(",") if w] or WORKLOADS
-    rd: Proc = start_redis(*redis_aof_flags(a.redis_aof))
-    rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []), *shlex.split(a.respqueue_args))
+    load0 = os.getloadavg()
+    pg_missing = ""
+    if a.postgres and not os.path.isdir(os.path.join(os.path.dirname(HERE), "node_modules", "pg")):
+        pg_missing = "the pg package is not installed: cd interop && npm ci"
+        print(f"postgres: {pg_missing}; skipping the PostgreSQL target", file=sys.stderr)
+    pg: PgProc | None = start_postgres() if a.postgres and not pg_missing else None
+    try:
+        rd: Proc = start_redis(*redis_aof_flags(a.redis_aof))
+        rq: Proc = start_respqueue(*(["--durability", a.durability] if a.durability else []), *shlex.split(a.respqueue_args))
+    except BaseException:
+        if pg:
+            pg.stop()
+        raise
+    servers: list[Proc | PgProc] = [rd, rq, *([pg] if pg else [])]
+    pg_settings = pg.settings() if pg else {}
     results: dict[str, dict[str, Totals]] = {}
+    per_round: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
     raw: list[dict] = []
     try:
         for w in workloads:
-            tot = results[w] = {"respqueue": Totals(), "redis": Totals()}
+            tot = results[w] = {srv.name: Totals() for srv in servers}
+            rounds_of = per_round[w] = {srv.name: [] for srv in servers}
             params = params_for(w, jobs, a.quick, a.rate)
             for r in range(rounds):
-                for srv in (rd, rq):
+                for srv in servers:
                     res, cpu, _ = run_driver(srv, w, params)
                     t = tot[srv.name]
                     if "error" in res or not res.get("ok", False):
@@ -183,14 +221,19 @@ def main(argv: list[str] | None = None) -> int:
                     t.seconds += res["ms"] / 1000
                     t.cpu += cpu
                     t.samples += res.get("samples", [])
+                    rounds_of[srv.name].append((res["jobs_per_s"], cpu / res["jobs"] * 1000,
+                                                res.get("client_cpu_ms", float("nan")) / res["jobs"]))
                     res.pop("samples", None)
                     raw.append({"server": srv.name, "round": r + 1, "cpu": cpu, **res})
                     extra = f"  p50 {res['p50']:.2f} ms  p99 {res['p99']:.2f} ms" if w == "latency" else ""
                     print(f"{w:8} {srv.name:9} round {r + 1}: {res['jobs_per_s']:>9,.0f} jobs/s  "
                           f"cpu {cpu:6.2f} s{extra}", flush=True)
     finally:
+        if pg:
+            pg.stop()
         rq.stop()
         rd.stop()
+    load1 = os.getloadavg()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(raw, f, indent=1)
@@ -200,6 +243,15 @@ def main(argv: list[str] | None = None) -> int:
           f"respqueue flags: {a.respqueue_args or 'none'}; "
           f"respqueue durability: {a.durability or 'default (durable)'}; redis: "
           f"{'no persistence' if a.redis_aof == 'no' else 'appendonly yes, appendfsync ' + a.redis_aof}")
+    if pg:
+        print("postgres: BullMQ's own PostgreSQL backend (createPostgresBackend, pg "
+              f"{client_version(os.path.dirname(HERE), 'pg')}, default pool) on PostgreSQL "
+              f"{pg_settings.get('server_version', '?')}, settings: "
+              + ", ".join(f"{k}={v}" for k, v in pg_settings.items() if k != "server_version"))
+    elif a.postgres:
+        print(f"postgres: SKIPPED ({pg_missing or 'PostgreSQL binaries not found'})")
+    print(f"load average (1/5/15 min) at start {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
+          f"at end {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}")
     print("| workload | jobs/run | respqueue jobs/s | redis jobs/s | respqueue/redis | respqueue CPU s/1000 jobs | redis CPU s/1000 jobs |")
     print("|---|---|---|---|---|---|---|")
     for w, tot in results.items():
@@ -207,13 +259,29 @@ def main(argv: list[str] | None = None) -> int:
         n = params_for(w, jobs, a.quick, a.rate)[1]
         ratio = f"{x.rate / y.rate:.2f}" if x.rate and y.rate else "n/a"
         print(f"| {w} | {int(n):,} | {x.rate:,.0f} | {y.rate:,.0f} | {ratio} | {x.cpu_per_1000:.3f} | {y.cpu_per_1000:.3f} |")
+    if pg:
+        print()
+        print("| workload | postgres jobs/s | respqueue/postgres | postgres CPU s/1000 jobs |")
+        print("|---|---|---|---|")
+        for w, tot in results.items():
+            x, z = tot["respqueue"], tot["postgres"]
+            ratio = f"{x.rate / z.rate:.2f}" if x.rate and z.rate else "n/a"
+            print(f"| {w} | {z.rate:,.0f} | {ratio} | {z.cpu_per_1000:.3f} |")
+    if rounds > 1:
+        print()
+        print("per round, median [min-max] (client: the Node driver's own CPU over the timed part):")
+        print("| workload | server | jobs/s | server CPU s/1000 jobs | client CPU s/1000 jobs |")
+        print("|---|---|---|---|---|")
+        for w, by in per_round.items():
+            for name, xs in by.items():
+                print(f"| {w} | {name} | {spread([r for r, _, _ in xs])} | {spread([c for _, c, _ in xs], '.3f')} | "
+                      f"{spread([k for _, _, k in xs], '.3f')} |")
     if "latency" in results:
-        x, y = results["latency"]["respqueue"], results["latency"]["redis"]
         print()
         print(f"pickup latency at {a.rate} jobs/s, Worker concurrency 50 (add() called -> processor starts):")
         print("| server | p50 ms | p90 ms | p99 ms | max ms |")
         print("|---|---|---|---|---|")
-        for name, t in (("respqueue", x), ("redis", y)):
+        for name, t in results["latency"].items():
             print(f"| {name} | {percentile(t.samples, 50):.2f} | {percentile(t.samples, 90):.2f} | "
                   f"{percentile(t.samples, 99):.2f} | {max(t.samples, default=float('nan')):.2f} |")
     failed = [(w, s, e) for w, tot in results.items() for s, t in tot.items() for e in t.errors]

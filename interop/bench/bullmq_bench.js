@@ -13,14 +13,22 @@
 //
 // With --sync the driver prints "MARK start" / "MARK end" around the timed part and waits for a
 // line on stdin after each, so the caller can read the server's CPU time at exactly those points.
-// The last line of stdout is "RESULT {json}".
+// The last line of stdout is "RESULT {json}" (client_cpu_ms: the driver's own CPU over the timed part).
+//
+// BULLMQ_PG=postgres://...: drive BullMQ's own PostgreSQL backend (createPostgresBackend, BullMQ 6.x,
+// needs the `pg` package) at that server instead of Redis at PORT. The driver drops the `bullmq`
+// schema first (untimed; the flush) and the first Queue runs the migrations (`migrate: true`).
 'use strict';
 const path = require('path');
 const readline = require('readline');
 const { performance } = require('perf_hooks');
 // BULLMQ_CLIENT_DIR: a folder whose node_modules holds the bullmq release to drive (default interop/)
 const clientDir = process.env.BULLMQ_CLIENT_DIR || path.join(__dirname, '..');
-const { Queue, Worker } = require(require.resolve('bullmq', { paths: [path.resolve(clientDir)] }));
+const bullmq = require(require.resolve('bullmq', { paths: [path.resolve(clientDir)] }));
+const { Queue, Worker } = bullmq;
+const pgUrl = process.env.BULLMQ_PG || '';
+// the third constructor argument of Queue (fourth of Worker): undefined = the Redis backend
+const backendFactory = pgUrl ? bullmq.createPostgresBackend : undefined;
 
 function parseArgs(argv) {
   const [port, workload, ...rest] = argv;
@@ -36,20 +44,31 @@ function parseArgs(argv) {
 }
 
 const opts = parseArgs(process.argv.slice(2));
-const connection = { host: '127.0.0.1', port: opts.port, maxRetriesPerRequest: null };
+const connection = pgUrl
+  ? { connectionString: pgUrl, migrate: true }
+  : { host: '127.0.0.1', port: opts.port, maxRetriesPerRequest: null };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const opened = [];
 
 let stdinLines = null;
+// the driver's own CPU (user+system) over the timed part: reported as client_cpu_ms
+let cpuAtStart = null;
+let clientCpuMs = null;
 async function mark(name) {
+  if (name === 'end' && cpuAtStart) {
+    const d = process.cpuUsage(cpuAtStart);
+    clientCpuMs = (d.user + d.system) / 1000;
+  }
   process.stdout.write(`MARK ${name}\n`);
-  if (!opts.sync) return;
-  if (!stdinLines) stdinLines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  await stdinLines.next();
+  if (opts.sync) {
+    if (!stdinLines) stdinLines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+    await stdinLines.next();
+  }
+  if (name === 'start') cpuAtStart = process.cpuUsage();
 }
 
 async function queue(name) {
-  const q = new Queue(name, { connection });
+  const q = new Queue(name, { connection }, backendFactory);
   opened.push(q);
   await q.waitUntilReady();
   return q;
@@ -71,7 +90,7 @@ async function worker(name, onJob, concurrency) {
     seen.set(job.id, (seen.get(job.id) || 0) + 1);
     if (onJob) onJob(job);
     return job.data.i;
-  }, { connection, concurrency, autorun: false });
+  }, { connection, concurrency, autorun: false }, backendFactory);
   opened.push(w);
   w.on('completed', () => { completed++; });
   w.on('failed', () => { failed++; });
@@ -191,12 +210,27 @@ const workloads = {
   },
 };
 
+// The PostgreSQL flush: drop the backend's schema (the next waitUntilReady migrates it afresh).
+async function dropPgSchema() {
+  const { Client } = require(require.resolve('pg', { paths: [path.resolve(clientDir), __dirname] }));
+  const c = new Client({ connectionString: pgUrl });
+  await c.connect();
+  try {
+    await c.query('DROP SCHEMA IF EXISTS bullmq CASCADE');
+  } finally {
+    await c.end();
+  }
+}
+
 async function main() {
   const fn = workloads[opts.workload];
   if (!fn) throw new Error(`unknown workload ${opts.workload}; one of ${Object.keys(workloads).join(', ')}`);
+  if (pgUrl && !bullmq.createPostgresBackend) throw new Error(`bullmq in ${clientDir} has no PostgreSQL backend`);
+  if (pgUrl) await dropPgSchema();
   const out = await fn();
   out.workload = opts.workload;
   out.jobs_per_s = out.jobs / (out.ms / 1000);
+  if (clientCpuMs !== null) out.client_cpu_ms = clientCpuMs;
   return out;
 }
 
