@@ -742,3 +742,48 @@ def test_many_queues_and_an_expired_container_load(node: Node, queues: int) -> N
     assert rows(node, "SELECT count(*) FROM keys WHERE state IS NOT NULL") == [(queues * 20,)]
     assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
     check_restart(node)
+
+
+def test_job_hashes_load_with_their_containers(node: Node) -> None:
+    """The load reads the one-row job hashes in the scan of their containers' members (the core loader
+    skips them): job rows in two databases, queues whose prefixes differ in length (SQLite cuts each
+    member at its own prefix), a job hash with a TTL and one stored a row per field (the core loads
+    those), beside strings, a long string, plain hashes and keys with a TTL."""
+    r = node.r
+    # a hashtable of more fields than a one-row hash holds: a row per field
+    big = {**{f"f{i}": "v" * 10 for i in range(200)}, "data": "x" * 100}
+    for dbi, queues in ((0, ("a", "long-queue-name")), (2, ("bb", "a"))):
+        r.execute_command("SELECT", dbi)
+        pipe = r.pipeline(transaction=False)
+        for q in queues:
+            for i in range(30):
+                pipe.hset(f"bull:{q}:{i}", mapping={"name": "j", "data": f'{{"i":{i},"db":{dbi}}}'})
+                if i % 3:
+                    pipe.lpush(f"bull:{q}:wait", str(i))
+                else:
+                    pipe.zadd(f"bull:{q}:delayed", {str(i): 1000 - i})
+            pipe.hset(f"bull:{q}:big", mapping=big)
+            pipe.lpush(f"bull:{q}:wait", "big")
+            pipe.pexpire(f"bull:{q}:7", 3_600_000)
+        pipe.set(f"s{dbi}", "x")
+        pipe.set(f"long{dbi}", "y" * 70_000)
+        pipe.hset(f"h{dbi}", mapping={"a": "1"})
+        pipe.set(f"ttl{dbi}", "z", px=3_600_000)
+        pipe.hset(f"httl{dbi}", mapping={"a": "1"})
+        pipe.pexpire(f"httl{dbi}", 3_600_000)
+        pipe.execute()
+    r.execute_command("SELECT", 0)
+    r.save()
+    assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
+    assert rows(node, "SELECT count(*) FROM keys WHERE state IS NOT NULL AND value IS NOT NULL AND expire_ms IS NULL")[0][0] > 100
+    assert rows(node, "SELECT count(*) FROM keys WHERE state IS NOT NULL AND value IS NULL") == [(4,)]
+    assert rows(node, "SELECT count(*) FROM keys WHERE state IS NOT NULL AND expire_ms IS NOT NULL") == [(4,)]
+    after = check_restart(node)
+    assert (2, b"bull:bb:big") in after and (0, b"bull:long-queue-name:7") in after
+    r = node.r
+    for dbi in (0, 2):
+        r.execute_command("SELECT", dbi)
+        assert r.object("encoding", "bull:a:1") == b"listpack"
+        assert r.object("encoding", "bull:a:big") == b"hashtable"
+        assert 0 < r.pttl("bull:a:7") <= 3_600_000
+    r.execute_command("SELECT", 0)

@@ -51,6 +51,7 @@ import heapq
 import os
 import sqlite3
 from bisect import bisect_left
+from itertools import compress
 from operator import itemgetter
 from typing import Any
 
@@ -817,8 +818,13 @@ class JobLayout:
         dirty: dict[tuple[int, bytes], Any],
         stored: dict[tuple[int, bytes], bytes],
         convert: bool = True,
+        hashes: bool = False,
     ) -> int:
-        """Rebuild the job-row containers from the rows that name them; returns how many were loaded.
+        """Rebuild the job-row containers from the rows that name them; returns how many keys were loaded.
+
+        ``hashes``: the core loader left the one-row job hashes (rows with a state) to this scan
+        (``loader.load(skip_state=True)``): they are put in ``dbs`` as :class:`ColdHash` values from the same
+        scan that finds their containers' members (one pass over the job rows instead of two).
 
         Containers stored generically (a store of schema version 4 or 5, one written with
         ``RESPQUEUE_JOB_ROWS=off``, or one that fell back) are marked for a rewrite, so the first batch
@@ -849,7 +855,7 @@ class JobLayout:
                 conts[k] = (typ, exp)
         loaded = 0
         live = list(conts)
-        groups, orphans = _scan_members(conn, live)
+        groups, orphans, loaded = _scan_members(conn, live, dbs if hashes else None)
         for dbi, jk in orphans:
             # a state naming no job-row container (it expired): rewrite those rows without it
             if 0 <= dbi < ndb:
@@ -861,11 +867,11 @@ class JobLayout:
             dbi, ckey = k
             meta = conts.pop(k)
             if meta[0] == LIST_TYPE:
-                group.sort(key=_SCORE)  # positions are unique: a sort of floats
+                group.sort(key=_FIRST)  # positions are unique: a sort of floats
             else:
-                group.sort(key=_SCORE_MEMBER)  # ties in member order, as ZSet keeps them
-            scores = list(map(_SCORE, group))
-            members = list(map(_MEMBER, group))
+                group.sort()  # (score, member): ties in member order, as ZSet keeps them
+            scores = list(map(_FIRST, group))
+            members = list(map(_SECOND, group))
             groups[i] = None
             del group
             db = dbs[dbi]
@@ -941,57 +947,114 @@ def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any
     return last
 
 
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_TAG = itemgetter(0)
 _SCORE = itemgetter(1)
 _MEMBER = itemgetter(2)
-_SCORE_MEMBER = itemgetter(1, 2)
+_KEY = itemgetter(3)
+_VALUE = itemgetter(4)
 _CASE_MAX = 16  # containers told apart by SQLite in the members' scan (more: by their state, here)
+_CHUNK = 8192
+# the value of a row's job hash when it is a one-row hash without a TTL (else NULL): the hashes the core
+# loader leaves to this scan (``load(skip_state=True)``); others (field rows, a TTL) it loads itself
+_HASH_VALUE = "iif(type = 'hash' AND expire_ms IS NULL, value, NULL)"
+
+
+def _put_hashes(data: dict[bytes, Any], keys: Any, values: list[Any]) -> int:
+    """Put the one-row job hashes (``values`` None: not one, loaded by the core) as :class:`ColdHash` values,
+    built from their stored blobs as they are (recoded in the background, respqueue/coldhash.py)."""
+    before = len(data)
+    if all(values):
+        data.update(zip(keys, map(ColdHash, values), strict=True))
+    else:
+        data.update(zip(compress(keys, values), map(ColdHash, compress(values, values)), strict=True))
+    return len(data) - before
 
 
 def _scan_members(
-    conn: sqlite3.Connection, live: list[tuple[int, bytes]]
-) -> tuple[list[Any], list[tuple[int, bytes]]]:
-    """One scan of the rows with a state: per container of ``live`` (its index there) a list of
-    ``(index, score, member)`` rows, and the (db, key) of the rows naming none of them. Up to
-    ``_CASE_MAX`` containers SQLite names each row's container (a small int) and cuts its member out of
-    its key, so a row costs three small columns and no object of ours; more take the state and key of
-    each row."""
+    conn: sqlite3.Connection, live: list[tuple[int, bytes]], dbs: list[Any] | None = None
+) -> tuple[list[Any], list[tuple[int, bytes]], int]:
+    """One scan of the rows with a state: per container of ``live`` (its index there) a list of ``(score,
+    member)`` pairs, the (db, key) of the rows naming none of them, and (``dbs`` given: the core loader
+    left these rows' hashes to this scan) how many job hashes it put in ``dbs``. Up to ``_CASE_MAX``
+    containers SQLite names each row's container (a small int) and cuts its member out of its key, so a
+    row costs small columns (and the key and blob of its hash) and no object of ours; more take the state
+    and key of each row."""
     groups: list[Any] = [[] for _ in live]
     orphans: list[tuple[int, bytes]] = []
+    ndb = len(dbs) if dbs is not None else 0
+    hv = _HASH_VALUE if dbs is not None else "NULL"
+    put = 0
     if not live:
-        return groups, [(r[0], r[1]) for r in conn.execute("SELECT db, key FROM keys WHERE state IS NOT NULL")]
+        for dbi, key, value in conn.execute(f"SELECT db, key, {hv} FROM keys WHERE state IS NOT NULL"):  # noqa: S608
+            orphans.append((dbi, key))
+            if value is not None and 0 <= dbi < ndb:
+                assert dbs is not None
+                dbs[dbi].data[key] = ColdHash(value)
+                put += 1
+        return groups, orphans, put
     if len(live) <= _CASE_MAX:
         case = " ".join(["WHEN db = ? AND state = ? THEN ?"] * len(live))
         cpar = [x for i, k in enumerate(live) for x in (k[0], k[1], i)]
-        lpar = [x for k in live for x in (k[0], k[1], k[1].rindex(b":") + 2)]
-        rows = conn.execute(
-            f"SELECT CASE {case} ELSE -1 END, score, substr(key, CASE {case} ELSE 1 END)"  # noqa: S608
-            " FROM keys WHERE state IS NOT NULL",
-            cpar + lpar,
-        ).fetchall()
-        if len(live) == 1 and all(r[0] == 0 for r in rows):
-            groups[0] = rows
+        starts = {k[1].rindex(b":") + 2 for k in live}
+        if len(starts) == 1:  # the containers of one queue (or of queues whose names are as long): one CASE
+            sub, spar = "?", list(starts)
         else:
-            for r in rows:
-                if r[0] >= 0:
-                    groups[r[0]].append(r)
-            if any(r[0] < 0 for r in rows):
-                orphans = [
-                    (r[0], r[1])
-                    for r in conn.execute(
-                        f"SELECT db, key FROM keys WHERE state IS NOT NULL AND CASE {case} ELSE -1 END < 0",  # noqa: S608
-                        cpar,
-                    )
-                ]
-        return groups, orphans
+            sub = f"CASE {case} ELSE 1 END"
+            spar = [x for k in live for x in (k[0], k[1], k[1].rindex(b":") + 2)]
+        cols = f"key, {hv}" if dbs is not None else "NULL, NULL"
+        cur = conn.execute(
+            f"SELECT CASE {case} ELSE -1 END, score, substr(key, {sub}), {cols} FROM keys WHERE state IS NOT NULL",  # noqa: S608
+            cpar + spar,
+        )
+        dbi0 = live[0][0] if all(k[0] == live[0][0] for k in live) else None
+        stray = False
+        while True:
+            rows = cur.fetchmany(_CHUNK)
+            if not rows:
+                break
+            tags = list(map(_TAG, rows))
+            if -1 in tags:
+                stray = True
+                rows = list(compress(rows, map((-1).__ne__, tags)))
+            if len(live) == 1:
+                groups[0].extend(zip(map(_SCORE, rows), map(_MEMBER, rows), strict=True))
+            else:
+                for r in rows:
+                    groups[r[0]].append((r[1], r[2]))
+            if dbs is not None:
+                if dbi0 is not None:
+                    put += _put_hashes(dbs[dbi0].data, list(map(_KEY, rows)), list(map(_VALUE, rows)))
+                else:
+                    for r in rows:
+                        if r[4] is not None:
+                            dbs[live[r[0]][0]].data[r[3]] = ColdHash(r[4])
+                            put += 1
+        if stray:
+            for dbi, key, value in conn.execute(
+                f"SELECT db, key, {hv} FROM keys WHERE state IS NOT NULL AND CASE {case} ELSE -1 END < 0",  # noqa: S608
+                cpar,
+            ):
+                orphans.append((dbi, key))
+                if value is not None and 0 <= dbi < ndb:
+                    assert dbs is not None
+                    dbs[dbi].data[key] = ColdHash(value)
+                    put += 1
+        return groups, orphans, put
     idx = {k: i for i, k in enumerate(live)}
     plens = [k[1].rindex(b":") + 1 for k in live]
-    for dbi, st, sc, key in conn.execute("SELECT db, state, score, key FROM keys WHERE state IS NOT NULL"):
+    for dbi, st, sc, key, value in conn.execute(f"SELECT db, state, score, key, {hv} FROM keys WHERE state IS NOT NULL"):  # noqa: S608
+        if value is not None and 0 <= dbi < ndb:
+            assert dbs is not None
+            dbs[dbi].data[key] = ColdHash(value)
+            put += 1
         i = idx.get((dbi, bytes(st)))
         if i is None:
             orphans.append((dbi, bytes(key)))
         else:
-            groups[i].append((i, sc, bytes(key[plens[i] :])))
-    return groups, orphans
+            groups[i].append((sc, bytes(key[plens[i] :])))
+    return groups, orphans, put
 
 
 def _make(conn: sqlite3.Connection) -> JobLayout | None:

@@ -3,6 +3,7 @@ capture, group commit) and the loader. See docs/STORAGE.md."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable
@@ -65,16 +66,28 @@ def open_persistence(server: Any) -> Journal | None:
     t0 = time.perf_counter()
     try:
         assert store.conn is not None
-        loaded, nexp, expired = load(store.conn, server.dbs, journal.stored)
-        # a layout codec registered by a plug-in (compat/engine/layout.py: BullMQ jobs as one row each)
+        # a layout codec registered by a plug-in (compat/engine/layout.py: BullMQ jobs as one row each): it
+        # loads the one-row hashes of its rows (those with a state) in its own scan of them
+        layout = None
         for make_layout in LAYOUTS:
             layout = make_layout(store.conn)
+            if layout is not None:
+                break
+        # the cyclic GC stays off for the whole load (see loader.load; the layout builds a million objects too)
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            loaded, nexp, expired = load(store.conn, server.dbs, journal.stored, skip_state=layout is not None)
             if layout is not None:
                 journal.layout = layout
                 # a replica keeps its master's rows as they are (generic ones are not rewritten as its own)
                 convert = not getattr(cfg, "replicaof", None)
-                loaded += layout.load(store.conn, server.dbs, journal.dirty, journal.stored, convert=convert)
-                break
+                loaded += layout.load(store.conn, server.dbs, journal.dirty, journal.stored, convert=convert,
+                                      hashes=True)
+        finally:
+            if gc_was:
+                gc.enable()
+        gc.freeze()
     except Exception as e:
         store.close()
         from .store import remedy

@@ -9,7 +9,7 @@ import gc
 import heapq
 import sqlite3
 from collections.abc import Iterator
-from itertools import groupby
+from itertools import compress, groupby
 from operator import itemgetter
 from typing import Any
 
@@ -30,8 +30,13 @@ from .codec import (
 _KEY = itemgetter(0, 1)
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
+_THIRD = itemgetter(2)
+_KIND = itemgetter(3)
+_KEY_VALUE = itemgetter(1, 2)
+_IS0 = (0).__eq__
+_IS1 = (1).__eq__
+_IS2 = (2).__eq__
 _NONE = ("", None)
-_TYPE_VALUE = itemgetter(2, 3)
 _ELEM = itemgetter(2)
 _ELEM2 = itemgetter(2, 3)
 _VALUE = itemgetter(3)
@@ -42,11 +47,14 @@ _from_blob = hash_from_blob
 _PER_KEY_MAX = 4096
 
 
-def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
+def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
+         skip_state: bool = False) -> tuple[int, int, list[tuple[int, bytes]]]:
     """Load every key into ``dbs``; returns (keys loaded, keys expired, expired (db, key) pairs).
 
     Containers with element rows come back attached to the journal (see codec.py) and
-    ``stored`` is filled with the container keys the store holds.
+    ``stored`` is filled with the container keys the store holds. ``skip_state``: the one-row hashes
+    without a TTL whose row has a ``state`` (job rows) are left to the layout, which reads them in its
+    own scan of those rows (compat/engine/layout.py: one scan for the job hashes and their containers).
 
     The cyclic GC is off while loading (the loader creates millions of acyclic objects, and each
     collection would walk all of them), and what was loaded is then frozen (gc.freeze) so later
@@ -55,7 +63,7 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        res = _load(conn, dbs, stored)
+        res = _load(conn, dbs, stored, skip_state)
     finally:
         if was_enabled:
             gc.enable()
@@ -63,43 +71,55 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
     return res
 
 
-def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes]) -> tuple[int, int, list[tuple[int, bytes]]]:
+def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
+          skip_state: bool = False) -> tuple[int, int, list[tuple[int, bytes]]]:
     now = mstime()
     ndb = len(dbs)
     metas: dict[tuple[int, bytes], tuple[str, Any]] = {}
     expired: list[tuple[int, bytes]] = []
     loaded = 0
-    # Keys without an expiry (nearly all of them) are read in bulk with C-level constructors;
-    # only keys with a TTL take a Python step each.
-    for dbi, db in enumerate(dbs):
-        before = len(db.data)
-        db.data.update(conn.execute(
-            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'string'"
-            " AND typeof(value) <> 'integer'", (dbi,)))
-        loaded += len(db.data) - before
-    # small hashes are one row each (keys.value, see codec.COMPACT_MAX_FIELDS): built in bulk too
-    for dbi, db in enumerate(dbs):
-        before = len(db.data)
-        cur = conn.execute(
-            "SELECT key, value FROM keys WHERE db = ? AND expire_ms IS NULL AND type = 'hash' AND value IS NOT NULL",
-            (dbi,))
-        while True:
-            rows = cur.fetchmany(65536)
-            if not rows:
-                break
-            db.data.update(zip(map(_FIRST, rows), map(_from_blob, map(_SECOND, rows)), strict=True))
-        loaded += len(db.data) - before
-    # (this scan also finds the strings stored in chunks, schema version 5: keys.value holds their
-    # length, an INTEGER; no scan of its own)
-    rows = conn.execute(
-        "SELECT db, key, type, value FROM keys WHERE expire_ms IS NULL AND db >= 0 AND db < ? AND"
-        " ((type <> 'string' AND (type <> 'hash' OR value IS NULL)) OR (type = 'string' AND typeof(value) = 'integer'))",
-        (ndb,)).fetchall()
-    metas.update(zip(map(_KEY, rows), map(_TYPE_VALUE, rows), strict=True))
-    del rows
-    for dbi, key, typ, exp, value in conn.execute(
-        "SELECT db, key, type, expire_ms, value FROM keys WHERE expire_ms IS NOT NULL AND db >= 0 AND db < ?", (ndb,)
-    ):
+    # One scan of the keys rows (those of job rows left to the layout with ``skip_state``). Keys without an
+    # expiry (nearly all of them) are read in bulk with C-level constructors: SQLite tells each row's kind
+    # (0: a string in keys.value, 1: a small hash in one row, see codec.COMPACT_MAX_FIELDS; 2: anything else)
+    # and a chunk's rows of kinds 0 and 1 are split out with itertools.compress into the database's dict; only
+    # the rest (keys with a TTL, containers with element rows, small lists, strings stored in chunks: keys.value
+    # their length, an INTEGER) take a Python step each.
+    cur = conn.execute(
+        "SELECT db, key, value, CASE WHEN expire_ms IS NOT NULL THEN 2"
+        " WHEN type = 'string' THEN 2 * (typeof(value) = 'integer') WHEN type = 'hash' AND value IS NOT NULL THEN 1"
+        " ELSE 2 END, type, expire_ms FROM keys WHERE db >= 0 AND db < ?"
+        + (" AND NOT (state IS NOT NULL AND type = 'hash' AND expire_ms IS NULL AND value IS NOT NULL)" if skip_state else ""),
+        (ndb,),
+    )
+    rest: list[Any] = []
+    while True:
+        chunk = cur.fetchmany(65536)
+        if not chunk:
+            break
+        # rows come in primary-key order: a chunk is one database's, or a few runs of them
+        parts = [chunk] if chunk[0][0] == chunk[-1][0] else [list(g) for _, g in groupby(chunk, _FIRST)]
+        for rows in parts:
+            data = dbs[rows[0][0]].data
+            before = len(data)
+            kinds = list(map(_KIND, rows))
+            n1 = kinds.count(1)
+            if n1 == len(kinds):
+                data.update(zip(map(_SECOND, rows), map(_from_blob, map(_THIRD, rows)), strict=True))
+            else:
+                n0 = kinds.count(0)
+                if n0:
+                    data.update(map(_KEY_VALUE, rows if n0 == len(kinds) else compress(rows, map(_IS0, kinds))))
+                if n1:
+                    hrows = list(compress(rows, map(_IS1, kinds)))
+                    data.update(zip(map(_SECOND, hrows), map(_from_blob, map(_THIRD, hrows)), strict=True))
+                if n0 + n1 < len(kinds):
+                    rest.extend(compress(rows, map(_IS2, kinds)))
+            loaded += len(data) - before
+    del cur
+    for dbi, key, value, _kind, typ, exp in rest:
+        if exp is None:
+            metas[(dbi, key)] = (typ, value)
+            continue
         if exp <= now:
             expired.append((dbi, key))
             if typ != "string" or type(value) is int:
@@ -113,6 +133,7 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
             loaded += 1
         else:
             metas[(dbi, key)] = (typ, value)
+    del rest
     # strings stored in chunks: reassembled, the chunks without a row being zero bytes
     for k in [k for k, m in metas.items() if m[0] == "string"]:
         n = metas.pop(k)[1]

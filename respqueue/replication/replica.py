@@ -360,10 +360,10 @@ def reload_all(server: Any) -> None:
         db.expire_heap.clear()
     j.stored.clear()
     j.dirty.clear()
-    load(j.store.conn, server.dbs, j.stored)
-    if j.layout is not None:  # job rows: the state containers are rebuilt from their members' rows
+    load(j.store.conn, server.dbs, j.stored, skip_state=j.layout is not None)
+    if j.layout is not None:  # job rows: the state containers are rebuilt from their members' rows (and their hashes)
         j.layout = type(j.layout)()
-        j.layout.load(j.store.conn, server.dbs, {}, j.stored, convert=False)  # the master's rows, as they are
+        j.layout.load(j.store.conn, server.dbs, {}, j.stored, convert=False, hashes=True)  # the master's rows, as they are
 
 
 def install_snapshot(server: Any, path: str) -> None:
