@@ -2,7 +2,7 @@
 
     python -m interop.bench.durable_ab --base /path/to/other/checkout [--durability durable|buffered]
         [--workloads add,process,addbulk] [--jobs N] [--bulk-jobs N] [--rounds R] [--redis-aof always]
-        [--client-dir interop/bullmq5]
+        [--client-dir interop/bullmq5] [--base-python /usr/bin/python3 [--base-path DIR]]
 
 Every round runs each workload (interop/bench/bullmq_bench.js) on Redis, the base checkout's respqueue
 and this checkout's respqueue, in that order, so machine noise hits all three. Reports, per workload and
@@ -26,12 +26,16 @@ from .bullmq import redis_aof_flags, run_driver
 from .common import ROOT, Proc, machine, start_redis
 
 
-def start_at(root: str, *extra: str) -> Proc:
-    """respqueue of the checkout at ``root``."""
+def start_at(root: str, *extra: str, python: str = "", path: str = "") -> Proc:
+    """respqueue of the checkout at ``root``, run by ``python`` (default: this interpreter) with ``path``
+    (its site-packages, for another interpreter) after the checkout on PYTHONPATH."""
     port = free_port()
     env = dict(os.environ)
-    env["PYTHONPATH"] = root
-    return Proc("respqueue", respqueue_argv(port, "data", "--log-level", "warning", *extra), port, env)
+    env["PYTHONPATH"] = root + (os.pathsep + path if path else "")
+    argv = respqueue_argv(port, "data", "--log-level", "warning", *extra)
+    if python:
+        argv[0] = python
+    return Proc("respqueue", argv, port, env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,14 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=5000, help="jobs per add/process run")
     ap.add_argument("--bulk-jobs", type=int, default=100_000, help="jobs per addbulk run")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--base-python", default="",
+                    help="the base server's interpreter (e.g. another CPython build; --base may then be this checkout)")
+    ap.add_argument("--base-path", default="",
+                    help="with --base-python: a folder of its packages (pip install --target), put on PYTHONPATH")
     ap.add_argument("--client-dir", default=bullmq.CLIENT_DIR[0],
                     help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x)")
     a = ap.parse_args(argv)
     bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir)
     servers: list[tuple[str, Callable[[], Proc]]] = [
         (f"redis {a.redis_aof}", lambda: start_redis(*redis_aof_flags(a.redis_aof))),
-        ("base", lambda: start_at(os.path.abspath(a.base), "--durability",
-                                           a.base_durability or a.durability)),
+        ("base", lambda: start_at(os.path.abspath(a.base), "--durability", a.base_durability or a.durability,
+                                  python=a.base_python, path=a.base_path)),
         ("new", lambda: start_at(ROOT, "--durability", a.durability)),
     ]
     works = a.workloads.split(",")
