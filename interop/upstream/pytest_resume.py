@@ -18,6 +18,24 @@ import sys
 RESULT = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 
 
+def run_options(argv: list[str]) -> list[str]:
+    """The options for the runs over collected ids: ``argv`` less its last argument (the tests' folder) and
+    less its selections (``-k EXPR``, ``-m EXPR``: the ids already are the selection), every other option
+    kept with its value (``-o timeout_method=signal``, ``-x``)."""
+    out: list[str] = []
+    args = argv[:-1]
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-k", "-m"):
+            i += 2
+            continue
+        if not (a.startswith("-k") or a.startswith("-m")) or a.startswith("--"):
+            out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: list[str]) -> int:
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
     collected = subprocess.run(base + ["--collect-only", "-q", *argv], capture_output=True, text=True)
@@ -25,7 +43,7 @@ def main(argv: list[str]) -> int:
     if not ids:
         sys.stdout.write(collected.stdout + collected.stderr)
         return 1
-    opts = [a for a in argv if a.startswith("-")]
+    opts = run_options(argv)
     results: dict[str, str] = {}
     todo = ids
     while todo:
