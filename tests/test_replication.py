@@ -50,26 +50,42 @@ def start_replica(
     return start_respqueue("--replicaof", f"127.0.0.1 {master.port}", *extra, workdir=workdir, port=port)
 
 
+#: the commands that read a key's value (``None``: the key), by its type (a stream: its entries and its groups)
+_READ: dict[bytes, list[tuple[Any, ...]]] = {
+    b"string": [("GET", None)],
+    b"hash": [("HGETALL", None)],
+    b"list": [("LRANGE", None, 0, -1)],
+    b"set": [("SMEMBERS", None)],
+    b"zset": [("ZRANGE", None, 0, -1, "WITHSCORES")],
+    b"stream": [("XRANGE", None, "-", "+"), ("XINFO", "GROUPS", None)],
+}
+
+
+def _pipelined(c: redis.Redis, dbi: int, cmds: list[tuple[Any, ...]]) -> list[Any]:
+    p = c.pipeline(transaction=False)
+    p.execute_command("SELECT", dbi)
+    for cmd in cmds:
+        p.execute_command(*cmd)
+    return p.execute()[1:]
+
+
 def dump_all(c: redis.Redis) -> dict[tuple[int, bytes], Any]:
-    """Every key of databases 0 and 1 with its type, value and whether it has a TTL."""
+    """Every key of databases 0 and 1 with its type, value and whether it has a TTL (pipelined: three round
+    trips per database, not three per key)."""
     out: dict[tuple[int, bytes], Any] = {}
     for dbi in (0, 1):
-        c.execute_command("SELECT", dbi)
-        for k in c.keys("*"):
-            t = c.type(k)
-            if t == b"string":
-                v: Any = c.get(k)
-            elif t == b"hash":
-                v = c.hgetall(k)
-            elif t == b"list":
-                v = c.lrange(k, 0, -1)
-            elif t == b"set":
-                v = sorted(c.smembers(k))
-            elif t == b"zset":
-                v = c.zrange(k, 0, -1, withscores=True)
-            else:
-                v = (c.xrange(k), c.execute_command("XINFO", "GROUPS", k))
-            out[(dbi, k)] = (t, v, c.pttl(k) > 0)
+        keys = _pipelined(c, dbi, [("KEYS", "*")])[0]
+        types = _pipelined(c, dbi, [("TYPE", k) for k in keys])
+        types = [t if isinstance(t, bytes) else str(t).encode() for t in types]
+        cmds = [tuple(k if a is None else a for a in r) for k, t in zip(keys, types, strict=True)
+                for r in [*_READ[t], ("PTTL", None)]]
+        res = iter(_pipelined(c, dbi, cmds))
+        for k, t in zip(keys, types, strict=True):
+            vals = [next(res) for _ in _READ[t]]
+            v: Any = vals[0] if len(vals) == 1 else tuple(vals)
+            if t == b"set":
+                v = sorted(v)
+            out[(dbi, k)] = (t, v, next(res) > 0)
     c.execute_command("SELECT", 0)
     return out
 
