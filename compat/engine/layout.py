@@ -972,6 +972,20 @@ def _put_hashes(data: dict[bytes, Any], keys: Any, values: list[Any]) -> int:
     return len(data) - before
 
 
+def _orphan_rows(rows: Any, dbs: list[Any] | None, orphans: list[tuple[int, bytes]]) -> int:
+    """Rows ``(db, key, one-row hash blob or None)`` naming no live container: each (db, key) into
+    ``orphans``, each blob (``dbs`` given) into its database as a :class:`ColdHash`; how many it put."""
+    ndb = len(dbs) if dbs is not None else 0
+    put = 0
+    for dbi, key, value in rows:
+        orphans.append((dbi, key))
+        if value is not None and 0 <= dbi < ndb:
+            assert dbs is not None
+            dbs[dbi].data[key] = ColdHash(value)
+            put += 1
+    return put
+
+
 def _scan_members(
     conn: sqlite3.Connection, live: list[tuple[int, bytes]], dbs: list[Any] | None = None
 ) -> tuple[list[Any], list[tuple[int, bytes]], int]:
@@ -987,12 +1001,7 @@ def _scan_members(
     hv = _HASH_VALUE if dbs is not None else "NULL"
     put = 0
     if not live:
-        for dbi, key, value in conn.execute(f"SELECT db, key, {hv} FROM keys WHERE state IS NOT NULL"):  # noqa: S608
-            orphans.append((dbi, key))
-            if value is not None and 0 <= dbi < ndb:
-                assert dbs is not None
-                dbs[dbi].data[key] = ColdHash(value)
-                put += 1
+        put = _orphan_rows(conn.execute(f"SELECT db, key, {hv} FROM keys WHERE state IS NOT NULL"), dbs, orphans)  # noqa: S608
         return groups, orphans, put
     if len(live) <= _CASE_MAX:
         case = " ".join(["WHEN db = ? AND state = ? THEN ?"] * len(live))
@@ -1032,15 +1041,10 @@ def _scan_members(
                             dbs[live[r[0]][0]].data[r[3]] = ColdHash(r[4])
                             put += 1
         if stray:
-            for dbi, key, value in conn.execute(
+            put += _orphan_rows(conn.execute(
                 f"SELECT db, key, {hv} FROM keys WHERE state IS NOT NULL AND CASE {case} ELSE -1 END < 0",  # noqa: S608
                 cpar,
-            ):
-                orphans.append((dbi, key))
-                if value is not None and 0 <= dbi < ndb:
-                    assert dbs is not None
-                    dbs[dbi].data[key] = ColdHash(value)
-                    put += 1
+            ), dbs, orphans)
         return groups, orphans, put
     idx = {k: i for i, k in enumerate(live)}
     plens = [k[1].rindex(b":") + 1 for k in live]
