@@ -65,15 +65,24 @@ _BIG_AGGREGATE = re.compile(rb"\n[*~>|][0-9]{7}").search
 def big_aggregate_in(data: bytes) -> bool:
     """``_BIG_AGGREGATE(data) is not None``, for a read: the aggregate marks found by ``bytes.find`` (a
     memchr) and their line start and digits checked in Python, at a third of the regex's instructions on a
-    read of BullMQ scripts (the regex steps through every byte looking for newlines)."""
+    read of BullMQ scripts (the regex steps through every byte looking for newlines); past ``_MARKS_BY_FIND``
+    marks the regex decides, so a read full of marks costs one C pass, not a Python step per mark."""
     find = data.find
+    left = _MARKS_BY_FIND
     for mark in b"*~>|":
         i = find(mark, 1)
         while i >= 0:
             if data[i - 1] == 10 and len(data) >= i + 8 and data[i + 1 : i + 8].isdigit():
                 return True
+            left -= 1
+            if not left:  # a read dense with marks (a value of '*'s): the regex, one C pass, not a Python loop per mark
+                return _BIG_AGGREGATE(data) is not None
             i = find(mark, i + 1)
     return False
+
+
+#: how many marks big_aggregate_in checks one by one before it hands the read to the regex
+_MARKS_BY_FIND = 64
 
 
 _BIG_AGGREGATE_START = re.compile(rb"[*~>|][0-9]{7}").match

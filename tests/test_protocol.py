@@ -487,6 +487,10 @@ def test_big_aggregate_scan_matches_its_regex(seed: int) -> None:
     fixed = [b"", b"\n", b"\n*", b"\n*123456", b"\n*1234567", b"*1234567", b"x\n*1234567", b"\n*12345678",
              b"\n~1234567\r\n", b"\n>0000000", b"\n|9999999", b"\n*123456x7", b"\r*1234567", b"\n**1234567",
              b"\n*\n*1234567", b"\n$1234567", b"\n*1\r\n$4\r\nPING\r\n*2147483648\r\n"]
-    cases = fixed + [bytes(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(20000)]
+    # reads dense with marks, past the count the scan checks one by one (then the regex decides)
+    dense = [b"*" * 5000, b"*" * 5000 + b"\n*1234567", b"\n*1234567" + b"|" * 5000, b"x*" * 200 + b"\n~1234567",
+             b"\n*123456" * 300, b"\n*123456" * 300 + b"7"]
+    cases = fixed + dense + [bytes(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(20000)]
+    cases += [bytes(rng.choice(alphabet) for _ in range(rng.randrange(100, 600))) for _ in range(500)]
     for data in cases:
         assert big_aggregate_in(data) == _big_by_regex(data), data
