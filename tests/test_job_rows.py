@@ -787,3 +787,27 @@ def test_job_hashes_load_with_their_containers(node: Node) -> None:
         assert r.object("encoding", "bull:a:big") == b"hashtable"
         assert 0 < r.pttl("bull:a:7") <= 3_600_000
     r.execute_command("SELECT", 0)
+
+
+def test_waiting_job_changed_anywhere_keeps_its_position(node: Node) -> None:
+    """A job's row is rewritten when its hash changes while it waits; the list keeps no position per member,
+    so the layout finds it in the list (JobList.position: the ends, near the ends, or the whole list): the row
+    keeps the job's state and score, and the list's order survives restarts."""
+    r = node.r
+    n = 3000
+    p = r.pipeline(transaction=False)
+    for i in range(n):
+        job(p, "q", i)  # type: ignore[arg-type]
+    p.execute()
+    r.lpush("bull:q:wait", *[str(i) for i in range(n)])
+    r.save()
+    before = dict(((k, (s, sc)) for k, s, sc in rows(node, "SELECT key, state, score FROM keys WHERE state IS NOT NULL")))
+    assert len(before) == n
+    for i in (0, 1, 5, 200, 1500, 2790, 2998, 2999):  # the tail, near it, the middle, near the head, the head
+        r.hset(f"bull:q:{i}", "progress", str(i))
+        r.save()
+    after = dict(((k, (s, sc)) for k, s, sc in rows(node, "SELECT key, state, score FROM keys WHERE state IS NOT NULL")))
+    assert after == before
+    assert r.hget("bull:q:1500", "progress") == b"1500"
+    check_restart(node)
+    assert node.r.lrange("bull:q:wait", 0, 2) == [b"2999", b"2998", b"2997"]

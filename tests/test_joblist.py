@@ -1,5 +1,6 @@
-"""compat/engine/joblist.py: a job-row list's own index (member -> position) follows every List mutator, and
-the members it lost are logged for the layout's next batch (no server: the container alone)."""
+"""compat/engine/joblist.py: a job-row list's own index (the set of its members) follows every List mutator,
+``position`` finds any member's position, and the members it lost are logged for the layout's next batch (no
+server: the container alone)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from respqueue.types.list import List
 
 def _check(v: JobList) -> None:
     assert v._p is not None and v._ix is not None
-    assert v._ix == dict(zip(v._d, v._p, strict=True))  # every member, at its position, and nothing else
+    assert v._ix == set(v._d) and len(v._ix) == len(v._d)  # every member, and nothing else
+    for m, pos in zip(v._d, v._p, strict=True):
+        assert v.position(m) == pos
     assert list(v._p) == sorted(v._p) and len(set(v._p)) == len(v._p)
 
 
@@ -72,3 +75,53 @@ def test_a_member_pushed_twice_is_flagged() -> None:
     _check(v)
     v.detach()
     assert v._ix is None and type(v.copy()) is List
+
+
+def test_position_anywhere_in_a_long_list() -> None:
+    v = JobList([f"{i}".encode() for i in range(2000)])
+    v.attach((0, b"bull:q:wait"), first=-500)
+    assert v.reindex()
+    v.pop_one(True)
+    v.push_one(b"x", False)
+    assert [v.position(m) for m in (b"x", b"1", b"1999", b"1000", b"1745", b"300")] == [1500.0, -499.0, 1499.0, 500.0,
+                                                                                          1245.0, -200.0]
+    try:
+        v.position(b"0")
+    except KeyError:
+        pass
+    else:
+        raise AssertionError("a member popped has no position")
+
+
+def test_index_costs_no_object_per_member() -> None:
+    """The index holds the deque's own member bytes and no position object per member: tracemalloc sees
+    ~58 B per member for the whole JobList (a set slot and the deque's pointer), where a member -> float
+    dict cost ~90 B (its index alone ~76)."""
+    import tracemalloc
+
+    members = [f"job-{i}".encode() for i in range(100_000)]
+    tracemalloc.start()
+    try:
+        t0 = tracemalloc.get_traced_memory()[0]
+        v = JobList(members)
+        v.attach((0, b"bull:q:wait"))
+        assert v.reindex()
+        for i in range(100_000, 120_000):
+            v.push_one(f"job-{i}".encode(), True)
+        per = (tracemalloc.get_traced_memory()[0] - t0 - 20_000 * 44) / 120_000
+    finally:
+        tracemalloc.stop()
+    assert per < 72, per
+
+
+def test_members_placed_by_consecutive_positions() -> None:
+    """The load puts a list's members in place when their positions are a run (no pair per member, no sort),
+    and leaves any other case to the sort."""
+    from compat.engine.layout import _placed
+
+    assert _placed([3.0, 1.0, 2.0], [b"c", b"a", b"b"]) == [b"a", b"b", b"c"]
+    assert _placed([-7.0, -5.0, -6.0], [b"x", b"z", b"y"]) == [b"x", b"y", b"z"]
+    assert _placed([0.5, 1.5], [b"a", b"b"]) is None  # not integers
+    assert _placed([0.0, 0.5, 2.0], [b"a", b"b", b"c"]) is None  # spans 3 but not a run
+    assert _placed([0.0, 2.0, 2.0], [b"a", b"b", b"c"]) is None  # a position taken twice
+    assert _placed([0.0, 3.0], [b"a", b"b"]) is None  # a gap

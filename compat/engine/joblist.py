@@ -1,13 +1,18 @@
-"""A BullMQ state list kept as job rows: a List that is its own index (member -> position).
+"""A BullMQ state list kept as job rows: a List that is its own index (its members as a set).
 
-A job-row list (compat/engine/layout.py) needs, for each member, its position (the ``score`` of the
-member's job row) and, for a batch, which members left it. :class:`JobList` keeps both beside the
-deque: ``_ix`` maps each member (the very bytes object the deque holds) to its position, and
-``_gone`` collects the members its commands removed since the layout last looked. Every mutator of
-List keeps them in step, O(1) per element pushed or popped (LINSERT, LREM, LTRIM: O(elements
+A job-row list (compat/engine/layout.py) needs to tell whether a job is one of its members, each
+member's position (the ``score`` of the member's job row) and, for a batch, which members left it.
+:class:`JobList` keeps beside the deque ``_ix``, the set of its members (the very bytes objects the
+deque holds), and ``_gone``, the members its commands removed since the layout last looked. Every
+mutator of List keeps them in step, O(1) per element pushed or popped (LINSERT, LREM, LTRIM: O(elements
 removed or searched), as the List's own work). A member pushed while already present (Redis allows
 it, BullMQ never does) cannot be indexed by value: ``_dup`` is set and the layout rebuilds the index
 (or hands the list back to the generic rows) at the end of the batch.
+
+Positions are not indexed (a float object and a dict slot per member were ~34 B of a waiting job's
+~76 B of index): the layout takes a pushed member's position from the list's change log, a list written
+whole's from its positions, and any other from :meth:`position` (the list's ends first, then a search at
+C speed; in BullMQ only a waiting job whose hash changes while it waits gets there).
 
 ``_ix`` is None while the list is not kept as job rows (it fell back to generic rows, or was
 detached as a small one-row list): the class then behaves as a plain List.
@@ -18,19 +23,22 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
+from operator import indexOf
 
 from respqueue.types.list import List
 from respqueue.types.positions import Positions
 
+_NEAR = 256  # members searched at each end of the list before the whole of it (position)
+
 
 class JobList(List):
-    """A List with a member -> position index (while ``_ix`` is not None) and a log of members removed."""
+    """A List with a set of its members (while ``_ix`` is not None) and a log of members removed."""
 
     __slots__ = ("_ix", "_gone", "_dup")
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
         super().__init__(items)
-        self._ix: dict[bytes, float] | None = None
+        self._ix: set[bytes] | None = None
         self._gone: list[bytes] = []
         self._dup = False
 
@@ -70,31 +78,55 @@ class JobList(List):
         self._dup = False
 
     def reindex(self) -> bool:
-        """Rebuild the index from the elements and their positions, O(n); False when a member is in the
-        list twice (``_dup`` stays set: it cannot be kept as job rows)."""
+        """Rebuild the index from the elements, O(n) (at C speed); False when a member is in the list
+        twice (``_dup`` stays set: it cannot be kept as job rows)."""
         assert self._p is not None
-        ix = self._ix = dict(zip(self._d, self._p, strict=True))
+        ix = self._ix = set(self._d)
         self._dup = len(ix) != len(self._d)
         return not self._dup
 
-    def _added(self, lo: int, hi: int) -> None:
-        """Index the elements at indexes ``lo .. hi - 1`` (just pushed or inserted)."""
-        ix = self._ix
-        assert ix is not None and self._p is not None
+    def position(self, member: bytes) -> float:
+        """The position of ``member`` (which must be in the list): the ends are tried first (a job pushed
+        or about to be popped), then the ``_NEAR`` members at each end, then the whole deque, all at C
+        speed. KeyError when it is not there."""
         d = self._d
         p = self._p
-        for i in range(lo, hi):
-            v = d[i]
-            if v in ix:
-                self._dup = True
-            ix[v] = p[i]
+        assert p is not None
+        if d:
+            if d[-1] == member:
+                return p[-1]
+            if d[0] == member:
+                return p[0]
+        n = len(d)
+        if n > 2 * _NEAR:  # near either end first (a replica's group of jobs popped from the tail, ...)
+            try:
+                return p[n - 1 - indexOf(islice(reversed(d), _NEAR), member)]
+            except ValueError:
+                pass
+            try:
+                return p[indexOf(islice(d, _NEAR), member)]
+            except ValueError:
+                pass
+        try:
+            return p[d.index(member)]
+        except ValueError:
+            raise KeyError(member) from None
+
+    def _added(self, values: list[bytes]) -> None:
+        """Index ``values``, just pushed or inserted (a value already there, or twice among them: ``_dup``)."""
+        ix = self._ix
+        assert ix is not None
+        n = len(ix)
+        ix.update(values)
+        if len(ix) - n != len(values):
+            self._dup = True
 
     def _removed(self, values: Iterable[bytes]) -> None:
         ix = self._ix
         assert ix is not None
         gone = self._gone
         for v in values:
-            ix.pop(v, None)
+            ix.discard(v)
             gone.append(v)
 
     # ---- List's mutators, keeping the index --------------------------------
@@ -103,7 +135,7 @@ class JobList(List):
             return super().push_left(values)
         values = list(values)
         n = super().push_left(values)
-        self._added(0, len(values))
+        self._added(values)
         return n
 
     def push_right(self, values: Iterable[bytes]) -> int:
@@ -111,7 +143,7 @@ class JobList(List):
             return super().push_right(values)
         values = list(values)
         n = super().push_right(values)
-        self._added(n - len(values), n)
+        self._added(values)
         return n
 
     def push_one(self, value: bytes, left: bool) -> None:
@@ -120,13 +152,14 @@ class JobList(List):
         if ix is not None:
             if value in ix:
                 self._dup = True
-            ix[value] = self._p[0] if left else self._p[-1]  # type: ignore[index]
+            else:
+                ix.add(value)
 
     def pop_one(self, left: bool) -> bytes:
         v = super().pop_one(left)
         ix = self._ix
         if ix is not None:
-            ix.pop(v, None)
+            ix.discard(v)
             self._gone.append(v)
         return v
 
@@ -142,7 +175,7 @@ class JobList(List):
         old = self._d[index]
         super().set(index, value)
         self._removed((old,))
-        self._added(index, index + 1)
+        self._added([value])
         return None
 
     def trim(self, start: int, stop: int) -> None:
@@ -163,13 +196,10 @@ class JobList(List):
     def insert(self, pivot: bytes, value: bytes, after: bool) -> int:
         if self._ix is None:
             return super().insert(pivot, value, after)
-        try:
-            i = self._d.index(pivot)
-        except ValueError:
-            return -1
         n = super().insert(pivot, value, after)
-        j = i + 1 if after else i
-        self._added(j, j + 1)  # (positions renumbered: the journal writes the list whole, which reindexes)
+        if n < 0:
+            return n
+        self._added([value])  # (positions renumbered: the journal writes the list whole, which reindexes)
         return n
 
     def remove(self, value: bytes, count: int) -> int:
@@ -177,6 +207,6 @@ class JobList(List):
         ix = self._ix
         if n and ix is not None:
             # one copy unless _dup (then the index is rebuilt at the batch's end anyway)
-            ix.pop(value, None)
+            ix.discard(value)
             self._gone.append(value)
         return n

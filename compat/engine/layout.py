@@ -33,16 +33,18 @@ written whole (turning between job rows and generic rows) makes the replica relo
 rows with it.
 
 The containers are the index (no side index): a job-row list is a :class:`JobList` (compat/engine/
-joblist.py), a List that also maps each member (the deque's own bytes object) to its position and logs
+joblist.py), a List that also keeps the set of its members (the deque's own bytes objects) and logs
 the members its commands removed; a job-row zset is the plain ZSet, whose dict already maps member to
 score. The layout keeps only ``reg``: db -> ``<prefix>:<queue>:`` -> {container key: container} for the
 containers kept as job rows (``stored`` JOBS). A job key's container is found from the key itself
 (``find``): each ``:`` of the key may end a registered prefix, the rest is the member, looked up in that
 prefix's few containers. A batch takes each changed container's log (list: the members removed, the
 (position, member) pairs pushed; zset: its change log), O(1) per moved job: the jobs that left and
-joined have their rows rewritten (``stamp`` reads each one's state and score from ``find``). A list
-member costs its index entry and its position (a float): ~75 B per waiting job instead of the ~300 B
-the side index (``owner`` and ``cont``) cost (docs/BENCHMARKS.md, "The containers as the index").
+joined have their rows rewritten (``stamp`` reads each one's state from ``find`` and its score from the
+zset, or for a list from the batch's log, else ``JobList.position``: the list's ends first, then a search
+at C speed). A list member costs its set entry: ~42 B per waiting job at 200,000 (a member -> position
+dict and a float per member were ~76 B until 2026-11-27, the side index before it, ``owner`` and
+``cont``, ~300 B; docs/BENCHMARKS.md, "The containers as the index" and "A job-row list's index as a set").
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import heapq
 import os
 import sqlite3
 from bisect import bisect_left
+from collections import deque
 from itertools import compress
 from operator import itemgetter
 from typing import Any
@@ -125,7 +128,7 @@ class JobLayout:
 
     def __init__(self) -> None:
         # db -> prefix ``<prefix>:<queue>:`` -> {container key: container} for the containers kept as job
-        # rows (``stored`` JOBS): a JobList (member -> position in its ``_ix``) or a ZSet (``_scores``).
+        # rows (``stored`` JOBS): a JobList (its members in its ``_ix``) or a ZSet (member -> score in ``_scores``).
         # The containers are the index: a job key's container is found from its prefix and member.
         self.reg: dict[int, dict[bytes, dict[bytes, Any]]] = {}
         # db -> lock keys ``<job key>:lock`` kept in their owned job's row (lock, lock_ms), not a row of their own
@@ -136,6 +139,9 @@ class JobLayout:
         # the batch being built (``before`` to ``stamp``): (db, job key) -> ``find``'s answer, forgotten
         # whenever a container is registered or unregistered (memberships do not change meanwhile)
         self._memo: dict[tuple[int, bytes], Any] = {}
+        # the batch being built: (db, job key) -> (JobList, position) of the jobs that joined a list in it (its
+        # change log's positions, or a list written whole's), so ``stamp`` searches no list for them
+        self._pos: dict[tuple[int, bytes], tuple[Any, float]] = {}
 
     # ---- the containers as the index ------------------------------------------
     def _register(self, k: tuple[int, bytes], v: Any) -> None:
@@ -216,7 +222,7 @@ class JobLayout:
         if f is None:
             return None
         ck, v, m = f
-        return ck, (v._ix if type(v) is JobList else v._scores)[m]
+        return ck, (v.position(m) if type(v) is JobList else v._scores[m])
 
     @staticmethod
     def _members(v: Any) -> list[bytes]:
@@ -239,8 +245,10 @@ class JobLayout:
         invariants back to the generic layout (the journal then writes it whole)."""
         self.dbs = dbs
         self._memo = {}
+        posd = self._pos = {}
         touched: list[tuple[int, bytes]] = []
-        # (container key, container, prefix, members to check: new in it this batch)
+        # (container key, container, prefix, members to check: new in it this batch; for a list, a dict
+        # member -> position)
         adds: list[tuple[tuple[int, bytes], Any, bytes, Any]] = []
         # one pass sorts the batch's keys: state containers, lock keys, the rest
         cands: list[tuple[int, bytes]] = []
@@ -298,13 +306,13 @@ class JobLayout:
                     v.unindex()
                     v.journal_key = None  # the journal writes it whole, as generic rows
                     continue
-                new: Any = v._ix
+                new: Any = dict(zip(v._d, v._p, strict=True))  # type: ignore[arg-type]
             else:
                 v.attach(k)
-                new = v._scores
+                new = list(v._scores)
             stored[k] = JOBS
             self._register(k, v)
-            adds.append((k, v, prefix, list(new)))
+            adds.append((k, v, prefix, new))
         # new members: every job hash must exist, and no job may be in two places
         for k, v, prefix, new in adds:
             if self.container(k) is not v:
@@ -314,6 +322,7 @@ class JobLayout:
             ok = True
             memo = self._memo
             ckey = k[1]
+            pos = new if type(new) is dict else None
             for m in new:
                 jk = prefix + m
                 if not isinstance(data.get(jk), HASHES) or self.find(dbi, jk, v) is not None:
@@ -322,6 +331,8 @@ class JobLayout:
                 t = (dbi, jk)
                 touched.append(t)
                 memo[t] = (ckey, v, m)  # in ``v`` and in no other container: what ``find`` would say
+                if pos is not None:
+                    posd[t] = (v, pos[m])
             if not ok:
                 self._fallback(k, v, stored, dirty, touched)
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
@@ -409,7 +420,10 @@ class JobLayout:
                 self._fallback(k, v, stored, dirty, touched)
                 return
             ix = v._ix
-            new = [x for pos, x in jl if x is not None and ix.get(x) == pos]
+            # each member pushed in the batch at its last logged position (a position never changes while
+            # the member stays: a renumbered list is written whole), if it is still there
+            pushed = {x: pos for pos, x in jl if x is not None}
+            new: Any = {x: pos for x, pos in pushed.items() if x in ix}
         else:
             if not jl:
                 return
@@ -464,13 +478,18 @@ class JobLayout:
         folded = self.folded
         dbs = self.dbs
         found = self._found
+        posd = self._pos
         for row in kup:
             f = found((row[0], row[1])) if row[2] == "hash" else None
             if f is None:
                 plain.append(row)
                 continue
             ck, v, m = f
-            s = (v._ix if type(v) is JobList else v._scores)[m]
+            if type(v) is JobList:
+                e = posd.get((row[0], row[1]))
+                s = e[1] if e is not None and e[0] is v else v.position(m)
+            else:
+                s = v._scores[m]
             fs = folded.get(row[0])
             lk = row[1] + _LOCK
             if fs and lk in fs:
@@ -481,6 +500,7 @@ class JobLayout:
             else:
                 jobs.append((*row, ck, s, None, None))
         self._memo = {}
+        self._pos = {}
         out = []
         if common:
             out.append((JOB_UPSERT, common))
@@ -728,20 +748,22 @@ class JobLayout:
         member = jk[ckey.rindex(b":") + 1 :]
         if type(v) is JobList:
             ix = v._ix
-            if ix is None or ix.get(member) != s:
-                raise ReplicaMismatch(f"job {jk!r}: not at {s} in {ckey!r}")
-            del ix[member]
             p, d = v._p, v._d
-            if p[0] == s:
+            if ix is None or member not in ix:
+                raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
+            if p[0] == s and d[0] == member:
                 p.popleft()
                 d.popleft()
-            elif p[-1] == s:
+            elif p[-1] == s and d[-1] == member:
                 p.pop()
                 d.pop()
             else:
                 i = bisect_left(p, s)
+                if i >= len(p) or p[i] != s or d[i] != member:
+                    raise ReplicaMismatch(f"job {jk!r}: not at {s} in {ckey!r}")
                 del p[i]
                 del d[i]
+            ix.discard(member)
         else:
             if member not in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: not in {ckey!r}")
@@ -773,7 +795,7 @@ class JobLayout:
             if row[0] == LIST_TYPE:
                 v = JobList()
                 v.attach(k, positions=Positions())
-                v._ix = {}
+                v._ix = set()
             else:
                 v = ZSet()
                 v.attach(k)
@@ -800,7 +822,7 @@ class JobLayout:
                     raise ReplicaMismatch(f"job {jk!r}: position {s} of {ckey!r} is taken")
                 p.insert(i, s)
                 d.insert(i, member)
-            ix[member] = s
+            ix.add(member)
         else:
             if member in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
@@ -861,26 +883,36 @@ class JobLayout:
             if 0 <= dbi < ndb:
                 dirty.setdefault((dbi, bytes(jk)), False)
         for i, k in enumerate(live):
-            group = groups[i]
-            if not group:
+            scores, members = groups[i]
+            groups[i] = None
+            if not scores:
                 continue
             dbi, ckey = k
             meta = conts.pop(k)
+            positions: Any = None
             if meta[0] == LIST_TYPE:
-                group.sort(key=_FIRST)  # positions are unique: a sort of floats
+                placed = _placed(scores, members)
+                if placed is not None:  # consecutive integer positions (the common case): no sort
+                    positions = Positions(min(scores), len(scores))
+                    members = placed
+                    del placed
+                else:
+                    group = sorted(zip(scores, members, strict=True), key=_FIRST)  # positions are unique
+                    scores = list(map(_FIRST, group))
+                    members = list(map(_SECOND, group))
+                    del group
             else:
-                group.sort()  # (score, member): ties in member order, as ZSet keeps them
-            scores = list(map(_FIRST, group))
-            members = list(map(_SECOND, group))
-            groups[i] = None
-            del group
+                group = sorted(zip(scores, members, strict=True))  # ties in member order, as ZSet keeps them
+                scores = list(map(_FIRST, group))
+                members = list(map(_SECOND, group))
+                del group
             db = dbs[dbi]
             v: Any
             if meta[0] == LIST_TYPE:
                 v = JobList(members)
-                v.attach(k, positions=Positions.of(scores))
-                # the member bytes are the deque's own, the positions the scan's floats
-                v._ix = dict(zip(members, scores, strict=True))
+                v.attach(k, positions=positions if positions is not None else Positions.of(scores))
+                # the member bytes are the deque's own (positions: a run while consecutive, else the scan's floats)
+                v._ix = set(members)
                 if len(v._ix) != len(members):
                     v._dup = True  # (a store cannot hold that: one row per job)
             else:
@@ -961,6 +993,24 @@ _CHUNK = 8192
 _HASH_VALUE = "iif(type = 'hash' AND expire_ms IS NULL, value, NULL)"
 
 
+def _placed(scores: list[float], members: list[bytes]) -> list[bytes] | None:
+    """``members`` in the order of their ``scores`` when these are consecutive integers ``lo .. lo + n - 1``
+    (a list's positions as pushes and pops leave them), each member put at its place at C speed: no
+    ``(score, member)`` pair per member and no sort; None otherwise (or when a position is taken twice)."""
+    n = len(scores)
+    try:
+        lo = min(scores)
+        if max(scores) - lo != n - 1 or not lo.is_integer() or not all(map(float.is_integer, scores)):
+            return None
+    except (TypeError, AttributeError):  # (a score that is not a float: the sort decides)
+        return None
+    out: list[Any] = [None] * n
+    deque(map(out.__setitem__, map(int, map(lo.__rsub__, scores)), members), maxlen=0)
+    if None in out:  # (n positions in n places: one left empty means one was taken twice)
+        return None
+    return out
+
+
 def _put_hashes(data: dict[bytes, Any], keys: Any, values: list[Any]) -> int:
     """Put the one-row job hashes (``values`` None: not one, loaded by the core) as :class:`ColdHash` values,
     built from their stored blobs as they are (recoded in the background, respqueue/coldhash.py)."""
@@ -989,13 +1039,13 @@ def _orphan_rows(rows: Any, dbs: list[Any] | None, orphans: list[tuple[int, byte
 def _scan_members(
     conn: sqlite3.Connection, live: list[tuple[int, bytes]], dbs: list[Any] | None = None
 ) -> tuple[list[Any], list[tuple[int, bytes]], int]:
-    """One scan of the rows with a state: per container of ``live`` (its index there) a list of ``(score,
-    member)`` pairs, the (db, key) of the rows naming none of them, and (``dbs`` given: the core loader
+    """One scan of the rows with a state: per container of ``live`` (its index there) a pair of lists, the
+    scores and the members (in the rows' order), the (db, key) of the rows naming none of them, and (``dbs`` given: the core loader
     left these rows' hashes to this scan) how many job hashes it put in ``dbs``. Up to ``_CASE_MAX``
     containers SQLite names each row's container (a small int) and cuts its member out of its key, so a
     row costs small columns (and the key and blob of its hash) and no object of ours; more take the state
     and key of each row."""
-    groups: list[Any] = [[] for _ in live]
+    groups: list[Any] = [([], []) for _ in live]
     orphans: list[tuple[int, bytes]] = []
     ndb = len(dbs) if dbs is not None else 0
     hv = _HASH_VALUE if dbs is not None else "NULL"
@@ -1028,10 +1078,14 @@ def _scan_members(
                 stray = True
                 rows = list(compress(rows, map((-1).__ne__, tags)))
             if len(live) == 1:
-                groups[0].extend(zip(map(_SCORE, rows), map(_MEMBER, rows), strict=True))
+                g = groups[0]
+                g[0].extend(map(_SCORE, rows))
+                g[1].extend(map(_MEMBER, rows))
             else:
                 for r in rows:
-                    groups[r[0]].append((r[1], r[2]))
+                    g = groups[r[0]]
+                    g[0].append(r[1])
+                    g[1].append(r[2])
             if dbs is not None:
                 if dbi0 is not None:
                     put += _put_hashes(dbs[dbi0].data, list(map(_KEY, rows)), list(map(_VALUE, rows)))
@@ -1057,7 +1111,9 @@ def _scan_members(
         if i is None:
             orphans.append((dbi, bytes(key)))
         else:
-            groups[i].append((sc, bytes(key[plens[i] :])))
+            g = groups[i]
+            g[0].append(sc)
+            g[1].append(bytes(key[plens[i] :]))
     return groups, orphans, put
 
 
