@@ -806,8 +806,15 @@ def test_waiting_job_changed_anywhere_keeps_its_position(node: Node) -> None:
     for i in (0, 1, 5, 200, 1500, 2790, 2998, 2999):  # the tail, near it, the middle, near the head, the head
         r.hset(f"bull:q:{i}", "progress", str(i))
         r.save()
+    # many in one batch (MULTI): after a few searches of the list the layout maps its members once
+    p = r.pipeline(transaction=True)
+    for i in range(600, 2400, 60):
+        p.hset(f"bull:q:{i}", "progress", str(i))
+    p.execute()
+    r.save()
     after = dict(((k, (s, sc)) for k, s, sc in rows(node, "SELECT key, state, score FROM keys WHERE state IS NOT NULL")))
     assert after == before
     assert r.hget("bull:q:1500", "progress") == b"1500"
+    assert r.hget("bull:q:1800", "progress") == b"1800"
     check_restart(node)
     assert node.r.lrange("bull:q:wait", 0, 2) == [b"2999", b"2998", b"2997"]

@@ -85,30 +85,38 @@ class JobList(List):
         self._dup = len(ix) != len(self._d)
         return not self._dup
 
-    def position(self, member: bytes) -> float:
-        """The position of ``member`` (which must be in the list): the ends are tried first (a job pushed
-        or about to be popped), then the ``_NEAR`` members at each end, then the whole deque, all at C
-        speed. KeyError when it is not there."""
+    def near(self, member: bytes) -> float | None:
+        """The position of ``member`` when it is at either end or among the ``_NEAR`` members next to
+        them (a job just pushed, or about to be popped), searched at C speed; else None."""
         d = self._d
         p = self._p
         assert p is not None
-        if d:
-            if d[-1] == member:
-                return p[-1]
-            if d[0] == member:
-                return p[0]
+        if not d:
+            return None
+        if d[-1] == member:
+            return p[-1]
+        if d[0] == member:
+            return p[0]
         n = len(d)
-        if n > 2 * _NEAR:  # near either end first (a replica's group of jobs popped from the tail, ...)
-            try:
-                return p[n - 1 - indexOf(islice(reversed(d), _NEAR), member)]
-            except ValueError:
-                pass
-            try:
-                return p[indexOf(islice(d, _NEAR), member)]
-            except ValueError:
-                pass
+        if n <= 2:
+            return None
         try:
-            return p[d.index(member)]
+            return p[n - 1 - indexOf(islice(reversed(d), _NEAR), member)]
+        except ValueError:
+            pass
+        try:
+            return p[indexOf(islice(d, _NEAR), member)]
+        except ValueError:
+            return None
+
+    def position(self, member: bytes) -> float:
+        """The position of ``member`` (which must be in the list): near the ends first (``near``), then
+        the whole deque, at C speed. KeyError when it is not there."""
+        s = self.near(member)
+        if s is not None:
+            return s
+        try:
+            return self._p[self._d.index(member)]  # type: ignore[index]
         except ValueError:
             raise KeyError(member) from None
 

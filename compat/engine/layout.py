@@ -41,8 +41,8 @@ containers kept as job rows (``stored`` JOBS). A job key's container is found fr
 prefix's few containers. A batch takes each changed container's log (list: the members removed, the
 (position, member) pairs pushed; zset: its change log), O(1) per moved job: the jobs that left and
 joined have their rows rewritten (``stamp`` reads each one's state from ``find`` and its score from the
-zset, or for a list from the batch's log, else ``JobList.position``: the list's ends first, then a search
-at C speed). A list member costs its set entry: ~42 B per waiting job at 200,000 (a member -> position
+zset, or for a list from the batch's log, else ``_list_pos``: near the list's ends, else a search at C
+speed, and after ``_FAR_SEARCHES`` of them a map of that list's positions for the rest of the batch). A list member costs its set entry: ~42 B per waiting job at 200,000 (a member -> position
 dict and a float per member were ~76 B until 2026-11-27, the side index before it, ``owner`` and
 ``cont``, ~300 B; docs/BENCHMARKS.md, "The containers as the index" and "A job-row list's index as a set").
 """
@@ -52,6 +52,7 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
+from array import array
 from bisect import bisect_left
 from collections import deque
 from itertools import compress
@@ -142,6 +143,9 @@ class JobLayout:
         # the batch being built: (db, job key) -> (JobList, position) of the jobs that joined a list in it (its
         # change log's positions, or a list written whole's), so ``stamp`` searches no list for them
         self._pos: dict[tuple[int, bytes], tuple[Any, float]] = {}
+        # a batch's (or a replica's group's) lookups of list positions far from the list's ends: id(list) ->
+        # [list, searches made, member -> position map once there were _FAR_SEARCHES of them]
+        self._far: dict[int, list[Any]] = {}
 
     # ---- the containers as the index ------------------------------------------
     def _register(self, k: tuple[int, bytes], v: Any) -> None:
@@ -222,7 +226,27 @@ class JobLayout:
         if f is None:
             return None
         ck, v, m = f
-        return ck, (v.position(m) if type(v) is JobList else v._scores[m])
+        return ck, (self._list_pos(v, m) if type(v) is JobList else v._scores[m])
+
+    def _list_pos(self, v: JobList, m: bytes) -> float:
+        """The position of member ``m`` of ``v``, while the lists do not change (a batch's ``stamp``, a
+        replica group's lookups: ``_far`` is reset after them): near the ends at once; elsewhere by a
+        search of the list, and after ``_FAR_SEARCHES`` such searches in one list by a map of its members
+        built once (O(n) at C speed), so many jobs changed in the middle of a long list cost O(n), not
+        O(n) each."""
+        s = v.near(m)
+        if s is not None:
+            return s
+        e = self._far.get(id(v))
+        if e is None:
+            e = self._far[id(v)] = [v, 0, None]
+        if e[2] is not None:
+            return e[2][m]  # type: ignore[no-any-return]
+        e[1] += 1
+        if e[1] > _FAR_SEARCHES:
+            e[2] = dict(zip(v._d, v._p, strict=True))  # type: ignore[arg-type]
+            return e[2][m]  # type: ignore[no-any-return]
+        return v.position(m)
 
     @staticmethod
     def _members(v: Any) -> list[bytes]:
@@ -245,6 +269,7 @@ class JobLayout:
         invariants back to the generic layout (the journal then writes it whole)."""
         self.dbs = dbs
         self._memo = {}
+        self._far = {}
         posd = self._pos = {}
         touched: list[tuple[int, bytes]] = []
         # (container key, container, prefix, members to check: new in it this batch; for a list, a dict
@@ -487,7 +512,7 @@ class JobLayout:
             ck, v, m = f
             if type(v) is JobList:
                 e = posd.get((row[0], row[1]))
-                s = e[1] if e is not None and e[0] is v else v.position(m)
+                s = e[1] if e is not None and e[0] is v else self._list_pos(v, m)
             else:
                 s = v._scores[m]
             fs = folded.get(row[0])
@@ -501,6 +526,7 @@ class JobLayout:
                 jobs.append((*row, ck, s, None, None))
         self._memo = {}
         self._pos = {}
+        self._far = {}
         out = []
         if common:
             out.append((JOB_UPSERT, common))
@@ -605,6 +631,7 @@ class JobLayout:
         from respqueue.replication.loadkeys import reload_key
 
         self.dbs = dbs
+        self._far = {}
         ndb = len(dbs)
         folded = self.folded
         upsert = self.upsert_sql
@@ -676,6 +703,7 @@ class JobLayout:
                 fs = folded.get(dbi)
                 if fs and lk in fs:
                     locks.append((dbi, lk))
+        self._far = {}  # (the lists change from here on)
         # leave the old containers first (a position may be taken again in the same group), then join
         for dbi, jk, cur, _new in moves:
             if cur is not None:
@@ -910,7 +938,7 @@ class JobLayout:
             v: Any
             if meta[0] == LIST_TYPE:
                 v = JobList(members)
-                v.attach(k, positions=positions if positions is not None else Positions.of(scores))
+                v.attach(k, positions=positions if positions is not None else Positions.of(list(scores)))
                 # the member bytes are the deque's own (positions: a run while consecutive, else the scan's floats)
                 v._ix = set(members)
                 if len(v._ix) != len(members):
@@ -956,6 +984,7 @@ class JobLayout:
 
 
 _UNKNOWN: Any = object()
+_FAR_SEARCHES = 8  # searches for positions far from a list's ends before its member -> position map is built
 
 
 def _last_row(kops: list[tuple[str, list[Any]]], upsert: str, cont: bool) -> Any:
@@ -993,7 +1022,7 @@ _CHUNK = 8192
 _HASH_VALUE = "iif(type = 'hash' AND expire_ms IS NULL, value, NULL)"
 
 
-def _placed(scores: list[float], members: list[bytes]) -> list[bytes] | None:
+def _placed(scores: Any, members: list[bytes]) -> list[bytes] | None:
     """``members`` in the order of their ``scores`` when these are consecutive integers ``lo .. lo + n - 1``
     (a list's positions as pushes and pops leave them), each member put at its place at C speed: no
     ``(score, member)`` pair per member and no sort; None otherwise (or when a position is taken twice)."""
@@ -1039,13 +1068,13 @@ def _orphan_rows(rows: Any, dbs: list[Any] | None, orphans: list[tuple[int, byte
 def _scan_members(
     conn: sqlite3.Connection, live: list[tuple[int, bytes]], dbs: list[Any] | None = None
 ) -> tuple[list[Any], list[tuple[int, bytes]], int]:
-    """One scan of the rows with a state: per container of ``live`` (its index there) a pair of lists, the
-    scores and the members (in the rows' order), the (db, key) of the rows naming none of them, and (``dbs`` given: the core loader
-    left these rows' hashes to this scan) how many job hashes it put in ``dbs``. Up to ``_CASE_MAX``
+    """One scan of the rows with a state: per container of ``live`` (its index there) its scores (an array of
+    doubles) and its members (a list), in the rows' order; the (db, key) of the rows naming none of them; and
+    (``dbs`` given: the core loader left these rows' hashes to this scan) how many job hashes it put in ``dbs``. Up to ``_CASE_MAX``
     containers SQLite names each row's container (a small int) and cuts its member out of its key, so a
     row costs small columns (and the key and blob of its hash) and no object of ours; more take the state
     and key of each row."""
-    groups: list[Any] = [([], []) for _ in live]
+    groups: list[Any] = [(array("d"), []) for _ in live]  # (scores as C doubles: no float object kept per row)
     orphans: list[tuple[int, bytes]] = []
     ndb = len(dbs) if dbs is not None else 0
     hv = _HASH_VALUE if dbs is not None else "NULL"
