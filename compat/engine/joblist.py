@@ -11,8 +11,9 @@ it, BullMQ never does) cannot be indexed by value: ``_dup`` is set and the layou
 
 Positions are not indexed (a float object and a dict slot per member were ~34 B of a waiting job's
 ~76 B of index): the layout takes a pushed member's position from the list's change log, a list written
-whole's from its positions, and any other from :meth:`position` (the list's ends first, then a search at
-C speed; in BullMQ only a waiting job whose hash changes while it waits gets there).
+whole's from its positions, and any other from the list itself (:meth:`near`, the ends and the members
+next to them; else :meth:`position`, a search at C speed, or the layout's map of the list: in BullMQ only a
+waiting job whose hash changes while it waits gets past the ends).
 
 ``_ix`` is None while the list is not kept as job rows (it fell back to generic rows, or was
 detached as a small one-row list): the class then behaves as a plain List.
@@ -28,7 +29,7 @@ from operator import indexOf
 from respqueue.types.list import List
 from respqueue.types.positions import Positions
 
-_NEAR = 256  # members searched at each end of the list before the whole of it (position)
+_NEAR = 256  # members searched at each end of the list (near) before the whole of it (position)
 
 
 class JobList(List):

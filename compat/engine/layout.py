@@ -42,9 +42,10 @@ prefix's few containers. A batch takes each changed container's log (list: the m
 (position, member) pairs pushed; zset: its change log), O(1) per moved job: the jobs that left and
 joined have their rows rewritten (``stamp`` reads each one's state from ``find`` and its score from the
 zset, or for a list from the batch's log, else ``_list_pos``: near the list's ends, else a search at C
-speed, and after ``_FAR_SEARCHES`` of them a map of that list's positions for the rest of the batch). A list member costs its set entry: ~42 B per waiting job at 200,000 (a member -> position
-dict and a float per member were ~76 B until 2026-11-27, the side index before it, ``owner`` and
-``cont``, ~300 B; docs/BENCHMARKS.md, "The containers as the index" and "A job-row list's index as a set").
+speed, and after ``_FAR_SEARCHES`` of them a map of that list's positions for the rest of the batch). A
+list member costs its set entry: ~42 B per waiting job at 200,000 (a member -> position dict and a float
+per member were ~76 B until 2026-11-27, the side index before it, ``owner`` and ``cont``, ~300 B;
+docs/BENCHMARKS.md, "The containers as the index" and "A job-row list's index as a set").
 """
 
 from __future__ import annotations
@@ -140,9 +141,9 @@ class JobLayout:
         # the batch being built (``before`` to ``stamp``): (db, job key) -> ``find``'s answer, forgotten
         # whenever a container is registered or unregistered (memberships do not change meanwhile)
         self._memo: dict[tuple[int, bytes], Any] = {}
-        # the batch being built: (db, job key) -> (JobList, position) of the jobs that joined a list in it (its
-        # change log's positions, or a list written whole's), so ``stamp`` searches no list for them
-        self._pos: dict[tuple[int, bytes], tuple[Any, float]] = {}
+        # the batch being built: id(JobList) -> (the list, {member: position}) of the jobs that joined it in
+        # the batch (its change log's positions, or a list written whole's), so ``stamp`` searches no list for them
+        self._pos: dict[int, tuple[Any, dict[bytes, float]]] = {}
         # a batch's (or a replica's group's) lookups of list positions far from the list's ends: id(list) ->
         # [list, searches made, member -> position map once there were _FAR_SEARCHES of them]
         self._far: dict[int, list[Any]] = {}
@@ -347,7 +348,8 @@ class JobLayout:
             ok = True
             memo = self._memo
             ckey = k[1]
-            pos = new if type(new) is dict else None
+            if type(new) is dict:
+                posd[id(v)] = (v, new)  # (if a member fails the checks, ``v`` is no longer job rows)
             for m in new:
                 jk = prefix + m
                 if not isinstance(data.get(jk), HASHES) or self.find(dbi, jk, v) is not None:
@@ -356,8 +358,6 @@ class JobLayout:
                 t = (dbi, jk)
                 touched.append(t)
                 memo[t] = (ckey, v, m)  # in ``v`` and in no other container: what ``find`` would say
-                if pos is not None:
-                    posd[t] = (v, pos[m])
             if not ok:
                 self._fallback(k, v, stored, dirty, touched)
         # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
@@ -511,8 +511,10 @@ class JobLayout:
                 continue
             ck, v, m = f
             if type(v) is JobList:
-                e = posd.get((row[0], row[1]))
-                s = e[1] if e is not None and e[0] is v else self._list_pos(v, m)
+                e = posd.get(id(v))
+                s = e[1].get(m) if e is not None and e[0] is v else None
+                if s is None:
+                    s = self._list_pos(v, m)
             else:
                 s = v._scores[m]
             fs = folded.get(row[0])
