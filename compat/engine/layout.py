@@ -447,8 +447,7 @@ class JobLayout:
             ix = v._ix
             # each member pushed in the batch at its last logged position (a position never changes while
             # the member stays: a renumbered list is written whole), if it is still there
-            pushed = {x: pos for pos, x in jl if x is not None}
-            new: Any = {x: pos for x, pos in pushed.items() if x in ix}
+            new: Any = {x: pos for pos, x in jl if x is not None and x in ix}  # (a later push of x overwrites)
         else:
             if not jl:
                 return
