@@ -6,9 +6,10 @@ capture subscribes to the core's ``stream_added`` hook (respqueue/events.py) whe
 :meth:`HistoryCapture.on_event` (the core knows nothing of events streams). The capture reads the job
 hash ``<prefix>:<queue>:<jobId>`` from the same database and adds the event (and, for a job that finished,
 its final record) to the open chunk of its queue: one ``history_chunks`` row per queue per journal batch
-(compat/history_schema.py; ``job_events`` and ``job_final`` are views over the chunks). The chunk's row is
-appended to the journal's open batch when its first event comes and packed (JSON) when the batch closes,
-so it commits in the same SQLite transaction as the writes it records: no extra round trip, no disk wait
+(compat/history_schema.py; ``job_events`` and ``job_final`` are views over the chunks). Each event and final
+record goes into the chunk as its JSON text, formatted once from the values' bytes (the same text
+``history_schema.pack`` writes for the decoded values). The chunk's row is appended to the journal's open
+batch when its first event comes and filled in (the texts joined) when the batch closes, so it commits in the same SQLite transaction as the writes it records: no extra round trip, no disk wait
 on the hot path, and a batch of many job transitions costs the writer one history row per queue.
 
 BullMQ events map to the history vocabulary (``compat.history_schema.EVENTS``):
@@ -258,7 +259,7 @@ class HistoryCapture:
         # chunk, job key base, jobId and name as written, name bytes from the hash); BullMQ's add scripts
         # write 'waiting' right after it
         self._added: tuple[Any, ...] | None = None
-        self.events = 0
+        self.events = 0  # events and final records written (counted when their batch closes)
         self.finals = 0
         self.purged = 0
         self.metrics: Any = None  # compat.metrics.QueueMetrics when --metrics-port is set
@@ -509,12 +510,14 @@ class HistoryCapture:
             else:
                 fr = self._field(argv, rest, b"failedReason")
             if g is not None:
-                aj = _ji(g(b"atm"))
+                x = g(b"atm")
+                aj = x if x is not None and x.isdigit() and x[0] != 48 else _ji(x)
                 x = g(b"pb")
                 wj = _NULL if x is None else _jsm(x)
             else:
                 aj = wj = _NULL
-            evs.append(_FINISHED % (msb, jq, nj, ev, aj, wj, _js(fr), _NULL if rv is None else b"%d" % len(rv)))
+            evs.append(_FINISHED % (msb, jq, nj, ev, aj, wj, _NULL if fr is None else _js(fr),
+                                    _NULL if rv is None else b"%d" % len(rv)))
             self._final(ch, jq, nj, aj, ev, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
@@ -579,18 +582,27 @@ class HistoryCapture:
         (inside quotes), name and attemptsMade as the event has them; ``g`` reads a field of its hash (None:
         the hash is unknown). ``recorded_ms`` is the chunk's."""
         if g is not None:
+            # (_ji's common case inlined: a decimal that does not start with 0, or "0" for the delay)
             x = g(b"processedOn")
-            pj = _ji(x)
-            fj = _ji(g(b"finishedOn")) if live else _NULL
+            pj = x if x is not None and x.isdigit() and x[0] != 48 else _ji(x)
+            fj = _NULL
+            if live:
+                y = g(b"finishedOn")
+                fj = y if y is not None and y.isdigit() and y[0] != 48 else _ji(y)
             if fj is _NULL:
                 fj = b"%d" % max(ms, _i(x) or 0)
             if fr is None:
                 fr = g(b"failedReason")
             if rv is None:
                 rv = g(b"returnvalue")
-            opts = g(b"opts")
-            f = _FINAL % (jq, nj, _js(g(b"data")), _NULL if opts is None else _jsm(opts), _ji(g(b"timestamp")),
-                          _ji(g(b"delay")), pj, fj, aj, _js(fr), _js(rv), state)
+            x = g(b"opts")
+            oj = _NULL if x is None else (_SJ.get(x) or _jsm(x))
+            x = g(b"timestamp")
+            tj = x if x is not None and x.isdigit() and x[0] != 48 else _ji(x)
+            x = g(b"delay")
+            dj = x if x == b"0" else _ji(x)
+            f = _FINAL % (jq, nj, _js(g(b"data")), oj, tj, dj, pj, fj, aj, _NULL if fr is None else _js(fr),
+                          _NULL if rv is None else _js(rv), state)
         else:
             f = _FINAL % (jq, _NULL, _NULL, _NULL, _NULL, _NULL, _NULL, b"%d" % ms, _NULL, _js(fr), _js(rv), state)
         ch.finals.append(f)
