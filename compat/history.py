@@ -9,8 +9,9 @@ its final record) to the open chunk of its queue: one ``history_chunks`` row per
 (compat/history_schema.py; ``job_events`` and ``job_final`` are views over the chunks). Each event and final
 record goes into the chunk as its JSON text, formatted once from the values' bytes (the same text
 ``history_schema.pack`` writes for the decoded values). The chunk's row is appended to the journal's open
-batch when its first event comes and filled in (the texts joined) when the batch closes, so it commits in the same SQLite transaction as the writes it records: no extra round trip, no disk wait
-on the hot path, and a batch of many job transitions costs the writer one history row per queue.
+batch when its first event comes and filled in (the texts joined) when the batch closes, so it commits in
+the same SQLite transaction as the writes it records: no extra round trip, no disk wait on the hot path,
+and a batch of many job transitions costs the writer one history row per queue.
 
 BullMQ events map to the history vocabulary (``compat.history_schema.EVENTS``):
 
@@ -114,8 +115,6 @@ def history_statements() -> list[str]:
 #: ``upgrade_legacy`` renames to ``*_legacy`` before the statements make the views)
 register_schema("history", 7, history_statements(), HISTORY_TABLES, upgrade=upgrade_legacy,
                 former_names=LEGACY_NAMES)
-
-_KINDS = {e.encode(): e for e in EVENTS}  # event name -> its str (no decode per event)
 
 
 def _s(b: bytes | None) -> str | None:
