@@ -36,6 +36,8 @@ from .call import call
 from .client import Client
 from .dispatch import RUNS, Block, process, run_allowed
 from .inline import ProtocolError, RequestParser, skip_replies
+from .persistence.signals import PREDICATES as _SIGNALS
+from .persistence.signals import signal_only
 from .resp import NO_REPLY, NULL_ARRAY, Push, encode
 
 if TYPE_CHECKING:
@@ -541,8 +543,12 @@ class ClientConnection(asyncio.Protocol, Client):
             if self.reply_mode == b"skip":
                 self.reply_mode = None
             r = NO_REPLY
-        if server.dirty != d0 and server.journal is not None and server.journal.durable:
-            self._hold_reply(r, out, self.resp == 3)
+        j = server.journal
+        if server.dirty != d0 and j is not None and j.durable:
+            if _SIGNALS and j.changes == server.dirty - d0 and signal_only(self.db, self.last_cmd, argv):
+                self._hold_prior(r, out, self.resp == 3)
+            else:
+                self._hold_reply(r, out, self.resp == 3)
         elif r is not NO_REPLY:
             encode(r, out, self.resp == 3)
         if server.ready_keys:
@@ -563,6 +569,27 @@ class ClientConnection(asyncio.Protocol, Client):
         if r is not NO_REPLY:
             encode(r, out, resp3)
             self.held.append((self.hold_bid, b"".join(out), True))  # type: ignore[union-attr]
+            out.clear()
+
+    def _hold_prior(self, r: Any, out: list[bytes], resp3: bool) -> None:
+        """Durable mode, a write of wake-up signal keys only, the open batch holding nothing else: the reply
+        ``r`` waits for the batches already handed to the writer, not for its own (persistence/signals.py).
+        A worker woken that way hears of a job no sooner than the client that added it, as with Redis, and
+        no later either."""
+        bid = self.server.journal.hold_prior(self)
+        if bid == 0:
+            if r is not NO_REPLY:
+                encode(r, out, resp3)
+            return
+        if out:
+            self.write(b"".join(out))
+            out.clear()
+        if self.held is None:
+            self.held = deque()
+            self.hold_bid = bid
+        if r is not NO_REPLY:
+            encode(r, out, resp3)
+            self.held.append((max(bid, self.hold_bid), b"".join(out), True))
             out.clear()
 
     def _serve_ready(self, out: list[bytes]) -> None:

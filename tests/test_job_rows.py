@@ -484,6 +484,11 @@ def test_replica_follows_job_rows_and_takes_over() -> None:
         rc.set(f"bull:q:{jid}:lock", "mine", px=600_000)
         rc.zadd("bull:q:completed", {"20": 1})
         rc.lrem("bull:q:active", -1, "20")
+        # every job's row written again by the promoted replica: stamped from the index its replication kept
+        p = rc.pipeline(transaction=False)
+        for i in range(1, 300):
+            p.hset(f"bull:q:{i}", "by", "replica")
+        p.execute()
         rc.save()
         want = dump_all(rc)
         r.stop(signal.SIGKILL)
@@ -703,6 +708,72 @@ def test_job_rows_follow_random_list_and_zset_commands(node: Node) -> None:
     # all of them job rows, nothing generic
     assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]
     assert rows(node, "SELECT count(*) FROM zset_members") == [(0,)]
+
+
+def test_rows_follow_jobs_that_leave_and_stay(node: Node) -> None:
+    """After each step below every job's hash is written again, so its row is stamped with the container
+    the layout finds it in (compat/engine/layout.py, ``find``): a job that left (LREM, LPOP, ZREM, ZPOPMIN,
+    LMOVE to a list that is no state container, its container deleted, renamed away, flushed) must get a
+    row without a state, a job that stayed or moved (also after a restart's load) must name its container.
+    Any memory of memberships kept across batches (a member -> container index, a per-batch memo) that goes
+    stale shows here: as a row naming a container that no longer holds the job, a failed batch, or a member
+    whose row has no state (docs/BENCHMARKS.md, "Job rows: a reverse index evaluated", mutations checked)."""
+    r = node.r
+    n = 30
+
+    def fill() -> None:
+        for i in range(n):
+            job(r, "q", i)
+        r.rpush("bull:q:wait", *[str(i) for i in range(10)])
+        r.rpush("bull:q:active", *[str(i) for i in range(10, 15)])
+        r.zadd("bull:q:completed", {str(i): i for i in range(15, 25)})
+        r.zadd("bull:q:failed", {str(i): i for i in range(25, 30)})
+
+    def in_multi(*cmds: tuple[Any, ...]) -> None:
+        p = r.pipeline(transaction=True)
+        for c in cmds:
+            p.execute_command(*c)
+        p.execute()
+
+    fill()
+    steps: list[Any] = [
+        lambda: r.lrem("bull:q:wait", 1, "3"),
+        lambda: r.lpop("bull:q:wait"),
+        lambda: r.rpop("bull:q:active"),
+        lambda: r.zrem("bull:q:completed", "16"),
+        lambda: r.zpopmin("bull:q:completed"),
+        lambda: r.lmove("bull:q:wait", "bull:q:elsewhere", "LEFT", "LEFT"),
+        # in one batch: in and out of a container again, a job through three containers, one back in
+        lambda: in_multi(("RPUSH", "bull:q:wait", "3"), ("LREM", "bull:q:wait", "0", "3"),
+                         ("LMOVE", "bull:q:wait", "bull:q:active", "RIGHT", "LEFT"),
+                         ("LREM", "bull:q:active", "-1", "9"), ("ZADD", "bull:q:completed", "5", "9"),
+                         ("ZADD", "bull:q:failed", "1", "16")),
+        lambda: in_multi(("ZREM", "bull:q:failed", "16"), ("RPUSH", "bull:q:wait", "16"),
+                         ("LREM", "bull:q:wait", "0", "16"), ("ZADD", "bull:q:completed", "3", "16")),
+        lambda: r.delete("bull:q:failed"),
+        lambda: r.rename("bull:q:active", "bull:q:was-active"),
+        lambda: r.rename("bull:q:was-active", "bull:q:active"),  # a state container again: whole
+        lambda: node.restart(signal.SIGKILL),  # the index rebuilt by the load
+        lambda: r.lpush("bull:q:wait", "3"),
+        lambda: r.flushdb(),
+        fill,
+        lambda: node.restart(signal.SIGKILL),
+        lambda: r.delete("bull:q:wait", "bull:q:completed"),
+        # one batch puts job 5 in two containers, and the first of them falls back for another reason (a
+        # member without a hash): the other one keeps job 5 as a job row
+        lambda: in_multi(("RPUSH", "bull:q:wait", "nohash"), ("RPUSH", "bull:q:wait", "5"),
+                         ("ZADD", "bull:q:completed", "1", "5")),
+        lambda: in_multi(("LREM", "bull:q:wait", "0", "5"),),
+    ]
+    for no, step in enumerate(steps):
+        step()
+        r = node.r
+        pipe = r.pipeline(transaction=False)
+        for i in range(n):
+            pipe.hset(f"bull:q:{i}", "step", str(no))
+        pipe.execute()
+        _rows_match_containers(node, "q")
+    check_restart(node)
 
 
 @pytest.mark.parametrize("queues", [3, 12])

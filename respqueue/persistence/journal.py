@@ -277,6 +277,17 @@ class Journal:
             self._schedule()
         return self.open_id
 
+    def hold_prior(self, conn: Any) -> int:
+        """``conn`` wrote wake-up signal keys only (persistence/signals.py) and nothing else is in the open
+        batch yet: its reply waits for the batches handed to the writer before it (what it read may come
+        from them), not for its own. Returns the batch id it waits for, 0 when they have committed."""
+        bid = self.open_id - 1
+        if bid <= self.committed_id:
+            return 0
+        if conn not in self.waiters:
+            self.waiters[conn] = bid
+        return bid
+
     def _close(self) -> None:
         """Hand the open batch to the writer (unless it is busy: group commit; then the batch is
         due, and goes as soon as the commit before it is done)."""
