@@ -6,10 +6,12 @@ capture subscribes to the core's ``stream_added`` hook (respqueue/events.py) whe
 :meth:`HistoryCapture.on_event` (the core knows nothing of events streams). The capture reads the job
 hash ``<prefix>:<queue>:<jobId>`` from the same database and adds the event (and, for a job that finished,
 its final record) to the open chunk of its queue: one ``history_chunks`` row per queue per journal batch
-(compat/history_schema.py; ``job_events`` and ``job_final`` are views over the chunks). The chunk's row is
-appended to the journal's open batch when its first event comes and packed (JSON) when the batch closes,
-so it commits in the same SQLite transaction as the writes it records: no extra round trip, no disk wait
-on the hot path, and a batch of many job transitions costs the writer one history row per queue.
+(compat/history_schema.py; ``job_events`` and ``job_final`` are views over the chunks). Each event and final
+record goes into the chunk as its JSON text, formatted once from the values' bytes (the same text
+``history_schema.pack`` writes for the decoded values). The chunk's row is appended to the journal's open
+batch when its first event comes and filled in (the texts joined) when the batch closes, so it commits in
+the same SQLite transaction as the writes it records: no extra round trip, no disk wait on the hot path,
+and a batch of many job transitions costs the writer one history row per queue.
 
 BullMQ events map to the history vocabulary (``compat.history_schema.EVENTS``):
 
@@ -49,6 +51,7 @@ import logging
 import re
 import sqlite3
 import time
+from json.encoder import encode_basestring
 from typing import Any
 
 from compat.history_schema import (
@@ -58,7 +61,6 @@ from compat.history_schema import (
     HISTORY_STATEMENTS,
     HISTORY_TABLES,
     LEGACY_NAMES,
-    pack,
     upgrade_legacy,
 )
 from respqueue import events
@@ -114,8 +116,6 @@ def history_statements() -> list[str]:
 register_schema("history", 7, history_statements(), HISTORY_TABLES, upgrade=upgrade_legacy,
                 former_names=LEGACY_NAMES)
 
-_KINDS = {e.encode(): e for e in EVENTS}  # event name -> its str (no decode per event)
-
 
 def _s(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "replace")
@@ -129,8 +129,77 @@ def _i(b: bytes | None) -> int | None:
     except ValueError:
         try:
             return int(float(b))
-        except ValueError:
+        except (ValueError, OverflowError):  # (nan, inf, a number past int()'s digit limit that float() makes inf)
             return None
+
+
+# ---- the chunk's JSON, written per event ----------------------------------------------------------------
+# Each event (final record) is appended to its chunk as the UTF-8 of its JSON array, the very text that
+# ``history_schema.pack`` writes for it (``json`` with ``ensure_ascii=False`` and no spaces: a string through
+# ``encode_basestring``, an int as ``repr``), so the batch's close only joins them: no list per event, no
+# str per field, no pass of the json encoder over the chunk. A field read from the job hash goes in as its
+# bytes where they are already their JSON (a decimal in canonical form; a job id of digits inside quotes).
+_NULL = b"null"
+_ebs = encode_basestring  # (what json's encoder uses for a str when ensure_ascii is off)
+# a short value that repeats (job names, worker names, opts) -> its JSON string; cleared when full
+_SJ: dict[bytes, bytes] = {}
+SJ_LIMIT = 4096
+SJ_MAX_LEN = 256
+
+
+def _js(b: bytes | None) -> bytes:
+    """JSON of ``_s(b)`` (UTF-8): a JSON string, or null."""
+    if b is None:
+        return _NULL
+    return _ebs(b.decode("utf-8", "replace")).encode()  # type: ignore[no-any-return]
+
+
+def _jsm(b: bytes | None) -> bytes:
+    """:func:`_js` through a bounded memo, for values that repeat."""
+    if b is None:
+        return _NULL
+    try:
+        j = _SJ.get(b)
+    except TypeError:  # (not hashable: a bytearray)
+        return _js(b)
+    if j is None:
+        j = _ebs(b.decode("utf-8", "replace")).encode()
+        if len(b) <= SJ_MAX_LEN:
+            if len(_SJ) >= SJ_LIMIT:
+                _SJ.clear()
+            _SJ[b] = j
+    return j  # type: ignore[no-any-return]
+
+
+def _ji(b: bytes | None) -> bytes:
+    """JSON of ``_i(b)``: null or a decimal (a canonical one is ``b`` itself)."""
+    if b is not None and b.isdigit() and (b[0] != 48 or len(b) == 1):
+        return b
+    v = _i(b)
+    return _NULL if v is None else b"%d" % v
+
+
+def _jn(v: int | None) -> bytes:
+    """JSON of an int or None."""
+    return _NULL if v is None else b"%d" % v
+
+
+def _jid(b: bytes) -> bytes:
+    """A job id as the inside of its JSON string (no quotes): itself when it is digits."""
+    return b if b.isdigit() else _ebs(b.decode("utf-8", "replace"))[1:-1].encode()  # type: ignore[no-any-return]
+
+
+# the event arrays ``[ts_ms, job_id, job_name, event, attempt, worker, failed_reason, returnvalue_size,
+# delay_ms]`` by the paths that write them (ts_ms: the bytes of the decimal; job_id: inside its quotes)
+_ADDED = b'[%s,"%s",%s,"added",null,null,null,null,%s]'
+_WAITING = b'[%s,"%s",%s,"waiting",null,null,null,null,null]'
+_ACTIVE = b'[%s,"%s",%s,"active",%d,%s,null,null,null]'
+_FINISHED = b'[%s,"%s",%s,"%s",%s,%s,%s,%s,null]'  # event: completed or failed
+_EVENT = b'[%s,"%s",%s,%s,%s,%s,%s,null,%s]'  # the other events (their returnvalue_size is null)
+# the final record ``[job_id, name, data, opts, timestamp, delay, processed_on, finished_on, attempts_made,
+# failed_reason, returnvalue, state]``
+_FINAL = b'["%s",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"]'
+_KINDJ = {e.encode(): _ebs(e).encode() for e in EVENTS}  # event name -> its JSON string
 
 
 class _Job:
@@ -146,14 +215,16 @@ class _Job:
 
 class _Chunk:
     """The open batch's history of one queue: its ``history_chunks`` row (in the journal's batch already,
-    packed when the batch closes), its events and final records."""
+    filled in when the batch closes), its events and final records as their JSON arrays, and its events'
+    times."""
 
-    __slots__ = ("row", "events", "finals")
+    __slots__ = ("row", "events", "ms", "finals")
 
     def __init__(self, row: list[Any]) -> None:
         self.row = row
-        self.events: list[list[Any]] = []
-        self.finals: list[list[Any]] = []
+        self.events: list[bytes] = []  # (an active event waiting for its worker: b"" until resolved)
+        self.ms: list[int] = []
+        self.finals: list[bytes] = []
 
 
 class HistoryCapture:
@@ -171,8 +242,12 @@ class HistoryCapture:
         self._cur: dict[Any, dict[bytes, Any]] = {}
         self._old: dict[Any, dict[bytes, Any]] = {}
         self._ncur = 0
-        # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (event, hash)
-        self._unresolved: dict[tuple[int, bytes], tuple[list[Any], Any]] = {}
+        # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (its chunk's
+        # events, its index there, ts_ms, job id, name, attempt, hash): written once the worker is known
+        self._unresolved: dict[Any, tuple[list[bytes], int, bytes, bytes, bytes, int, Any]] = {}
+        # the last event's time and its decimal (the events of a batch share a few times)
+        self._ms = -1
+        self._msb = b""
         # the open batch's chunks: job key base (b"<prefix>:<queue>:") -> the queue's open chunk; all of them
         self._open: dict[bytes, _Chunk] = {}
         self._chunks: list[_Chunk] = []
@@ -180,9 +255,10 @@ class HistoryCapture:
         self._rows: dict[str, list[Any]] | None = journal.row_ops
         self._task: asyncio.Task[None] | None = None
         # the last event, when it was an 'added' whose job hash exists: (jobId, stream key, db, job key, hash,
-        # chunk, job key base, jobId str, name str and bytes from the hash); BullMQ's add scripts write 'waiting' right after it
+        # chunk, job key base, jobId and name as written, name bytes from the hash); BullMQ's add scripts
+        # write 'waiting' right after it
         self._added: tuple[Any, ...] | None = None
-        self.events = 0
+        self.events = 0  # events and final records written (counted when their batch closes)
         self.finals = 0
         self.purged = 0
         self.metrics: Any = None  # compat.metrics.QueueMetrics when --metrics-port is set
@@ -276,8 +352,8 @@ class HistoryCapture:
     def resolve_all(self) -> None:
         """The active events still waiting for their worker take it from the hash now."""
         if self._unresolved:
-            for row, h in self._unresolved.values():
-                row[5] = _s(h.get(b"pb"))
+            for u in self._unresolved.values():
+                u[0][u[1]] = _ACTIVE % (u[2], u[3], u[4], u[5], _jsm(u[6].get(b"pb")))
             self._unresolved.clear()
 
     def close_batch(self) -> None:
@@ -290,15 +366,18 @@ class HistoryCapture:
             evs = ch.events
             row = ch.row
             if evs:
-                ts = [e[0] for e in evs]
-                row[0] = min(ts)
-                row[1] = max(ts)
+                ms = ch.ms
+                row[0] = min(ms)
+                row[1] = max(ms)
             else:
                 row[0] = row[1] = now
             row[2] = now
             row[5] = len(evs)
-            row[6] = pack(evs)
-            row[7] = pack(ch.finals) if ch.finals else None
+            self.events += len(evs)
+            self.finals += len(ch.finals)
+            # (each part is valid UTF-8: ASCII where written as is, else encode_basestring's str encoded)
+            row[6] = (b"[" + b",".join(evs) + b"]").decode()
+            row[7] = (b"[" + b",".join(ch.finals) + b"]").decode() if ch.finals else None
         self.chunks += len(self._chunks)
         self._chunks = []
         self._open = {}
@@ -324,7 +403,8 @@ class HistoryCapture:
         """XADD added an entry (fields ``argv[pos:]``, ID time ``ms``) to the stream ``key`` (``...:events``).
 
         This runs inside every BullMQ script that writes an event, so it is kept lean: the job hash is
-        read through its dict, and most events take one dict lookup per value they record."""
+        read through its dict, most events take one dict lookup per value they record, and the event goes
+        into its chunk as its JSON text, formatted once from the values' bytes."""
         n = len(argv)
         if n >= pos + 4 and argv[pos] == b"event" and argv[pos + 2] == b"jobId":
             ev = argv[pos + 1]  # BullMQ always starts with these two fields
@@ -336,6 +416,9 @@ class HistoryCapture:
             jid = self._field(argv, pos, b"jobId")
             if ev is None or jid is None:
                 return
+        if ms != self._ms:
+            self._ms = ms
+            self._msb = b"%d" % ms
         ad = self._added
         if ad is not None:
             # 'waiting' right after the job's 'added' (an add script): the same job, hash, chunk and cache
@@ -347,9 +430,8 @@ class HistoryCapture:
                 if (h is ad[4] and self._rows is self.journal.row_ops and self._open.get(ad[6]) is ch
                         and len(ch.events) < CHUNK_MAX):
                     nm = (h.d.get if type(h) is Hash else h.get)(b"name")
-                    name = None if nm is None else (ad[8] if nm is ad[9] else nm.decode("utf-8", "replace"))
-                    self.events += 1
-                    ch.events.append([ms, ad[7], name, "waiting", None, None, None, None, None])
+                    ch.events.append(_WAITING % (self._msb, ad[7], ad[8] if nm is ad[9] else _jsm(nm)))
+                    ch.ms.append(ms)
                     return
         info = self._keys.get(key, False)
         if info is False:
@@ -371,7 +453,7 @@ class HistoryCapture:
         if self._unresolved:
             u = self._unresolved.pop(ck, None)
             if u is not None:
-                u[0][5] = _s(u[1].get(b"pb"))
+                u[0][u[1]] = _ACTIVE % (u[2], u[3], u[4], u[5], _jsm(u[6].get(b"pb")))
         q = self._cur.get(qk)  # (self._get, inlined: this runs for every event)
         cached = q.get(jid) if q is not None else None
         if cached is None and self._old:
@@ -382,9 +464,7 @@ class HistoryCapture:
         src = h if h is not None else (j.h if j is not None else cached)
         # the hash's own dict when it is a plain Hash (no method call per field)
         g = None if src is None else (src.d.get if type(src) is Hash else src.get)
-        sjid = jid.decode("utf-8", "replace")
         nm = g(b"name") if g is not None else None
-        name = None if nm is None else nm.decode("utf-8", "replace")
         if ev == b"retries-exhausted":
             return  # always right after the final 'failed' event, which says the same
         # the queue's open chunk (self._chunk's common case inlined: it is there, not full, and the
@@ -392,10 +472,22 @@ class HistoryCapture:
         ch = self._open.get(jbase) if self._rows is self.journal.row_ops else None
         if ch is None or len(ch.events) >= CHUNK_MAX:
             ch = self._chunk(jbase, prefix, queue)
+        # the event's JSON: its time, job id (inside quotes) and name as they are written
+        msb = self._msb
+        jq = jid if jid.isdigit() else _jid(jid)
+        if nm is None:
+            nj = _NULL
+        else:
+            try:
+                nj = _SJ.get(nm) or _jsm(nm)  # (_jsm inlined for a name seen before)
+            except TypeError:
+                nj = _js(nm)
+        evs = ch.events
+        ch.ms.append(ms)
         if ev == b"active":
             if g is not None:
                 x = g(b"atm")
-                atm = int(x) if x is not None and x.isdigit() else (_i(x) or 0)
+                atm = 0 if x is None else int(x) if x.isdigit() and len(x) < 19 else (_i(x) or 0)
             else:
                 atm = 0
             if h is not None:
@@ -403,14 +495,13 @@ class HistoryCapture:
                     self._put(qk, jid, _Job(h, atm))
                 else:
                     j.atm = atm
-            row = [ms, sjid, name, "active", atm + 1, None, None, None, None]
-            if h is not None:
-                self._unresolved[ck] = (row, h)
-            self.events += 1
-            ch.events.append(row)
+                # its worker (pb) is set after the XADD: the event is written at the job's next event or
+                # when the batch closes
+                self._unresolved[ck] = (evs, len(evs), msb, jq, nj, atm + 1, h)
+                evs.append(b"")
+            else:
+                evs.append(_ACTIVE % (msb, jq, nj, atm + 1, _NULL))
             return
-        attempt = worker = reason = rv_size = delay = None
-        kind = _KINDS.get(ev) or ev.decode("utf-8", "replace")
         if ev == b"completed" or ev == b"failed":
             rv = fr = None
             if ev == b"completed":  # (BullMQ puts it first: no search)
@@ -419,37 +510,44 @@ class HistoryCapture:
                 fr = self._field(argv, rest, b"failedReason")
             if g is not None:
                 x = g(b"atm")
-                attempt = int(x) if x is not None and x.isdigit() else _i(x)
+                aj = x if x is not None and x.isdigit() and x[0] != 48 else _ji(x)
                 x = g(b"pb")
-                worker = None if x is None else x.decode("utf-8", "replace")
-            if rv is not None:
-                rv_size = len(rv)
-            reason = _s(fr)
-            self._final(ch, sjid, kind, ms, g, h is not None, rv, fr)
+                wj = _NULL if x is None else _jsm(x)
+            else:
+                aj = wj = _NULL
+            evs.append(_FINISHED % (msb, jq, nj, ev, aj, wj, _NULL if fr is None else _js(fr),
+                                    _NULL if rv is None else b"%d" % len(rv)))
+            self._final(ch, jq, nj, aj, ev, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
             if cached is not None:
                 self._drop(qk, jid)
-        elif ev == b"added":
+            return
+        if ev == b"added":
             if h is not None:
-                self._added = (jid, key, db, jkey, h, ch, jbase, sjid, name, nm)
-            if name is None:
-                name = _s(self._field(argv, rest, b"name"))
+                self._added = (jid, key, db, jkey, h, ch, jbase, jq, nj, nm)
+            if nm is None:
+                nj = _js(self._field(argv, rest, b"name"))
+            dj = _NULL
             if h is not None:
                 d = g(b"delay")  # type: ignore[misc]
                 if d is not None and d != b"0":
-                    delay = _i(d) or None
+                    dj = _jn(_i(d) or None)
                 self._put(qk, jid, h)
             if self.metrics is not None:
                 self.metrics.added(db.index, prefix, queue, ms)
-        elif ev == b"waiting" or ev == b"delayed":
+            evs.append(_ADDED % (msb, jq, nj, dj))
+            return
+        attempt = worker = reason = delay = None
+        kj = _KINDJ.get(ev) or _js(ev)
+        if ev == b"waiting" or ev == b"delayed":
             if j is not None and j.atm >= 0 and g is not None:
                 atm = _i(g(b"atm")) or 0
                 if atm > j.atm:
-                    kind = "retried"
+                    kj = b'"retried"'
                     attempt = atm
-                    worker = _s(g(b"pb"))
-                    reason = _s(g(b"failedReason"))
+                    worker = g(b"pb")
+                    reason = g(b"failedReason")
                     if self.metrics is not None:
                         self.metrics.retried(db.index, prefix, queue)
             if ev == b"delayed" and g is not None:
@@ -459,14 +557,13 @@ class HistoryCapture:
         elif ev == b"progress" or ev == b"stalled":
             if g is not None:
                 attempt = (_i(g(b"atm")) or 0) + 1
-                worker = _s(g(b"pb"))
+                worker = g(b"pb")
             if ev == b"stalled" and j is not None:
                 j.atm = -1
         elif ev == b"removed":
             if cached is not None:
                 self._drop(qk, jid)
-        self.events += 1
-        ch.events.append([ms, sjid, name, kind, attempt, worker, reason, rv_size, delay])
+        evs.append(_EVENT % (msb, jq, nj, kj, _jn(attempt), _jsm(worker), _js(reason), _jn(delay)))
 
     @staticmethod
     def _field(argv: list[bytes], pos: int, name: bytes) -> bytes | None:
@@ -478,42 +575,36 @@ class HistoryCapture:
             i += 2
         return None
 
-    def _final(self, ch: _Chunk, jid: str, state: str, ms: int, g: Any, live: bool,
+    def _final(self, ch: _Chunk, jq: bytes, nj: bytes, aj: bytes, state: bytes, ms: int, g: Any, live: bool,
                rv: bytes | None, fr: bytes | None) -> None:
-        """The job's final record (a ``job_final`` row) into the chunk ``ch``; ``g`` reads a field of its hash
-        (None: the hash is unknown). ``recorded_ms`` is the chunk's."""
+        """The job's final record (a ``job_final`` row) into the chunk ``ch``: ``jq``, ``nj``, ``aj`` its job id
+        (inside quotes), name and attemptsMade as the event has them; ``g`` reads a field of its hash (None:
+        the hash is unknown). ``recorded_ms`` is the chunk's."""
         if g is not None:
-            # (_s and _i inlined for the common values: a decimal number, a str; this runs per finished job)
+            # (_ji's common case inlined: a decimal that does not start with 0, or "0" for the delay)
             x = g(b"processedOn")
-            processed = int(x) if x is not None and x.isdigit() else _i(x)
-            finished = None
+            pj = x if x is not None and x.isdigit() and x[0] != 48 else _ji(x)
+            fj = _NULL
             if live:
-                x = g(b"finishedOn")
-                finished = int(x) if x is not None and x.isdigit() else _i(x)
-            if finished is None:
-                finished = max(ms, processed or 0)
-            nm = g(b"name")
-            data = g(b"data")
-            opts = g(b"opts")
-            ts = g(b"timestamp")
-            dl = g(b"delay")
-            atm = g(b"atm")
+                y = g(b"finishedOn")
+                fj = y if y is not None and y.isdigit() and y[0] != 48 else _ji(y)
+            if fj is _NULL:
+                fj = b"%d" % max(ms, _i(x) or 0)
             if fr is None:
                 fr = g(b"failedReason")
             if rv is None:
                 rv = g(b"returnvalue")
-            row = [jid, None if nm is None else nm.decode("utf-8", "replace"),
-                   None if data is None else data.decode("utf-8", "replace"),
-                   None if opts is None else opts.decode("utf-8", "replace"),
-                   int(ts) if ts is not None and ts.isdigit() else _i(ts),
-                   int(dl) if dl is not None and dl.isdigit() else _i(dl), processed, finished,
-                   int(atm) if atm is not None and atm.isdigit() else _i(atm),
-                   None if fr is None else fr.decode("utf-8", "replace"),
-                   None if rv is None else rv.decode("utf-8", "replace"), state]
+            x = g(b"opts")
+            oj = _NULL if x is None else (_SJ.get(x) or _jsm(x))
+            x = g(b"timestamp")
+            tj = x if x is not None and x.isdigit() and x[0] != 48 else _ji(x)
+            x = g(b"delay")
+            dj = x if x == b"0" else _ji(x)
+            f = _FINAL % (jq, nj, _js(g(b"data")), oj, tj, dj, pj, fj, aj, _NULL if fr is None else _js(fr),
+                          _NULL if rv is None else _js(rv), state)
         else:
-            row = [jid, None, None, None, None, None, None, ms, None, _s(fr), _s(rv), state]
-        self.finals += 1
-        ch.finals.append(row)
+            f = _FINAL % (jq, _NULL, _NULL, _NULL, _NULL, _NULL, _NULL, b"%d" % ms, _NULL, _js(fr), _js(rv), state)
+        ch.finals.append(f)
 
     # ---- retention ------------------------------------------------------------------
     def _interval(self) -> float:

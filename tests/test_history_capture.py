@@ -255,6 +255,65 @@ def test_waiting_right_after_added_reads_the_job_as_it_is(server):
         ("4", "added", "d"), ("4", "waiting", "d"), ("4", "waiting", "d")]
 
 
+def test_chunk_text_is_the_json_of_the_values_as_read(server):
+    """The capture writes each event and final record as its JSON text straight from the values' bytes:
+    the chunk's text is exactly what ``history_schema.pack`` makes of the values (``json``, no spaces, no
+    \\u escapes but for control characters), and the values are the job hash's fields decoded (bad UTF-8
+    replaced) and read as numbers (non-canonical decimals, floats, junk: an int or null), for odd names, job
+    ids, workers, reasons and data. A number no int holds (``inf``) is null, not an error of the XADD."""
+    from compat.history_schema import pack
+
+    srv = server()
+    r = redis.Redis(port=srv.port)
+    jobs = [("j\"1", "ünï \"q\" \\ \t\x01 ✓".encode()), ("ü2", b"bad \xff\xfe utf8"), ("007", b"plain")]
+    data = '{"s":"x\\"y\\n","é":[1,2]}\x7f'.encode()
+    opts, rv = b'{"attempts":3}\xc3', '{"r":"ü"}'.encode()
+    worker, reason = 'wörker "1"'.encode(), b"boom\n\x1f"
+    for jid, name in jobs:
+        k = f"bull:odd:{jid}"
+        r.hset(k, mapping={"name": name, "data": data, "opts": opts, "timestamp": "007", "delay": "1.5", "atm": "0"})
+        r.eval("redis.call('XADD', KEYS[2], '*', 'event', 'added', 'jobId', ARGV[1], 'name', ARGV[2]);"
+               " redis.call('XADD', KEYS[2], '*', 'event', 'waiting', 'jobId', ARGV[1])", 2, k, "bull:odd:events",
+               jid, name)
+        r.eval("redis.call('XADD', KEYS[2], '*', 'event', 'active', 'jobId', ARGV[1]);"
+               " redis.call('HSET', KEYS[1], 'pb', ARGV[2], 'processedOn', ' 12 ')", 2, k, "bull:odd:events",
+               jid, worker)
+        r.hset(k, "atm", "1")
+        r.xadd("bull:odd:events", {"event": "progress", "jobId": jid, "data": "5"})
+        r.hset(k, mapping={"atm": "2", "failedReason": reason})
+        r.xadd("bull:odd:events", {"event": "waiting", "jobId": jid})
+        r.hset(k, mapping={"atm": "inf", "finishedOn": "abc", "returnvalue": rv})
+        assert r.xadd("bull:odd:events", {"event": "completed", "jobId": jid, "returnvalue": rv})
+        r.xadd("bull:odd:events", {"event": 'we"ird', "jobId": jid})
+    r.xadd("bull:odd:events", {"event": "failed", "jobId": "gone\x02", "failedReason": reason})
+    chunks = db_rows(srv, "SELECT events, finals FROM history_chunks WHERE queue='odd' ORDER BY id")
+    assert chunks
+    for evs, fis in chunks:
+        assert evs == pack(json.loads(evs)), evs
+        assert fis is None or fis == pack(json.loads(fis)), fis
+    s = lambda b: b.decode("utf-8", "replace")  # noqa: E731
+    want = []
+    for jid, name in jobs:
+        n = s(name)
+        want += [(jid, n, "added", None, None, None, None, 1), (jid, n, "waiting", None, None, None, None, None),
+                 (jid, n, "active", 1, s(worker), None, None, None), (jid, n, "progress", 2, s(worker), None, None, None),
+                 (jid, n, "retried", 2, s(worker), s(reason), None, None),
+                 (jid, n, "completed", None, s(worker), None, len(rv), None),
+                 (jid, n, 'we"ird', None, None, None, None, None)]
+    want.append(("gone\x02", None, "failed", None, None, s(reason), None, None))
+    assert db_rows(srv, "SELECT job_id, job_name, event, attempt, worker, failed_reason, returnvalue_size, delay_ms"
+                   " FROM job_events WHERE queue='odd' ORDER BY id") == want
+    finals = finals_of(srv, "odd")
+    for jid, name in jobs:
+        f = finals[jid]
+        assert f["finished_on"] >= 10**12  # finishedOn unreadable: the event's time
+        assert (f["name"], f["data"], f["opts"], f["timestamp"], f["delay"], f["processed_on"], f["attempts_made"],
+                f["failed_reason"], f["returnvalue"], f["state"]) == (
+            s(name), s(data), s(opts), 7, 1, 12, None, s(reason), s(rv), "completed")
+    assert finals["gone\x02"]["failed_reason"] == s(reason)
+    r.close()
+
+
 def test_waiting_job_removed_after_its_hash_keeps_its_name(server):
     """A job added, left waiting (its hash gone cold: packed) and removed the way BullMQ's removeJob does
     it (the hash deleted before the 'removed' event): the event still has the job's name, from the
