@@ -275,7 +275,7 @@ def load_plugins() -> None:
     with the journal, its XADD hook), its metrics and dashboard API (with the HTTP server) and the job-row
     layout (with persistence). The CLI, where the process starts, loads them; the core never does."""
     import compat.engine.layout  # noqa: F401  (BullMQ jobs stored as one row each: persistence.LAYOUTS)
-    import compat.engine.signals  # noqa: F401  (BullMQ's marker pops answer before the commit: persistence.signals)
+    import compat.engine.signals  # noqa: F401  (BullMQ's marker pops skip their own commit: persistence.signals)
     import compat.history  # noqa: F401
     import compat.metrics  # noqa: F401  (BullMQ's /metrics families and the dashboard API: http.PLUGINS)
     import compat.native  # noqa: F401  (BullMQ's hot scripts run natively: commands.scripting.register_router)
