@@ -114,8 +114,11 @@ class JobList(List):
         """The position of ``member`` (which must be in the list): near the ends first (``near``), then
         the whole deque, at C speed. KeyError when it is not there."""
         s = self.near(member)
-        if s is not None:
-            return s
+        return s if s is not None else self.far(member)
+
+    def far(self, member: bytes) -> float:
+        """The position of ``member`` by a search of the whole deque at C speed (for one ``near`` did not
+        find). KeyError when it is not there."""
         try:
             return self._p[self._d.index(member)]  # type: ignore[index]
         except ValueError:

@@ -247,7 +247,7 @@ class JobLayout:
         if e[1] > _FAR_SEARCHES:
             e[2] = dict(zip(v._d, v._p, strict=True))  # type: ignore[arg-type]
             return e[2][m]  # type: ignore[no-any-return]
-        return v.position(m)
+        return v.far(m)  # (near did not find it above)
 
     @staticmethod
     def _members(v: Any) -> list[bytes]:
@@ -1028,11 +1028,8 @@ def _placed(scores: Any, members: list[bytes]) -> list[bytes] | None:
     (a list's positions as pushes and pops leave them), each member put at its place at C speed: no
     ``(score, member)`` pair per member and no sort; None otherwise (or when a position is taken twice)."""
     n = len(scores)
-    try:
-        lo = min(scores)
-        if max(scores) - lo != n - 1 or not lo.is_integer() or not all(map(float.is_integer, scores)):
-            return None
-    except (TypeError, AttributeError):  # (a score that is not a float: the sort decides)
+    lo = min(scores)  # (``scores`` is an array of doubles: every one a float)
+    if max(scores) - lo != n - 1 or not all(map(float.is_integer, scores)):
         return None
     out: list[Any] = [None] * n
     deque(map(out.__setitem__, map(int, map(lo.__rsub__, scores)), members), maxlen=0)
