@@ -242,6 +242,8 @@ class HistoryCapture:
         self._cur: dict[Any, dict[bytes, Any]] = {}
         self._old: dict[Any, dict[bytes, Any]] = {}
         self._ncur = 0
+        # the queues (keys of _cur/_old) that ever cached a job id with a colon: swapped's slow path
+        self._colon: set[Any] = set()
         # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (its chunk's
         # events, its index there, ts_ms, job id, name, attempt, hash): written once the worker is known
         self._unresolved: dict[Any, tuple[list[bytes], int, bytes, bytes, bytes, int, Any]] = {}
@@ -295,6 +297,8 @@ class HistoryCapture:
         q = self._cur.get(qk)
         if q is None:
             q = self._cur[qk] = {}
+        if b":" in jid:  # (swapped finds such an entry by its queue, not by the key's last colon)
+            self._colon.add(qk)
         n = len(q)
         q[jid] = j
         if len(q) != n:
@@ -305,25 +309,49 @@ class HistoryCapture:
                 self._ncur = 0
 
     def swapped(self, dbi: int, key: bytes, old: Any, new: Any) -> None:
-        """The job hash cached under ``key`` is held by the keyspace as ``new`` now (see on_hash_swapped)."""
-        for cache in (self._cur, self._old):
-            for qk, q in cache.items():
-                if dbi == 0:
-                    if type(qk) is not bytes:
-                        continue
-                    base = qk
-                elif type(qk) is bytes or qk[0] != dbi:
+        """The job hash cached under ``key`` is held by the keyspace as ``new`` now (see on_hash_swapped).
+
+        O(1): a job key is its queue's base (``<prefix>:<queue>:``, up to the key's last colon) and the job id
+        (no colon: BullMQ's ids); only the queues that cached a job id with a colon are looked at one by one."""
+        i = key.rfind(b":") + 1
+        if i:
+            jid = key[i:]
+            qk = key[:i] if dbi == 0 else (dbi, key[:i])
+            for cache in (self._cur, self._old):  # (a job may be in both: each holds its object)
+                q = cache.get(qk)
+                if q is not None:
+                    e = q.get(jid)
+                    if e is not None:
+                        if e is old:
+                            q[jid] = new
+                        elif type(e) is _Job and e.h is old:
+                            e.h = new
+        if self._colon:
+            self._swapped_colon(dbi, key, old, new)
+
+    def _swapped_colon(self, dbi: int, key: bytes, old: Any, new: Any) -> None:
+        """swapped for the queues that cached a job id with a colon (the key's last colon is then the id's)."""
+        for qk in self._colon:
+            if dbi == 0:
+                if type(qk) is not bytes:
                     continue
-                else:
-                    base = qk[1]
-                if not key.startswith(base):
-                    continue
-                jid = key[len(base):]
-                e = q.get(jid)
+                base = qk
+            elif type(qk) is bytes or qk[0] != dbi:
+                continue
+            else:
+                base = qk[1]
+            if not key.startswith(base):
+                continue
+            jid = key[len(base):]
+            if b":" not in jid:
+                continue  # (swapped's direct lookup saw it)
+            for cache in (self._cur, self._old):
+                q = cache.get(qk)
+                e = q.get(jid) if q is not None else None
                 if e is None:
                     continue
                 if e is old:
-                    q[jid] = new
+                    q[jid] = new  # type: ignore[index]
                 elif type(e) is _Job and e.h is old:
                     e.h = new
 

@@ -336,24 +336,29 @@ def test_waiting_job_removed_after_its_hash_keeps_its_name(server):
     r.close()
 
 
-def test_cached_job_goes_cold_as_its_blob_and_is_followed_when_thawed(server):
+@pytest.mark.parametrize("dbi,jid", [(0, "1"), (0, "a:b"), (2, "7"), (2, "x:7")])
+def test_cached_job_goes_cold_as_its_blob_and_is_followed_when_thawed(server, dbi, jid):
     """The capture's cache of in-flight jobs follows the keyspace's object (the ``hash_swapped`` event): a
     cached waiting job goes cold as its blob alone (DEBUG PACKED 2: the cache let go of its hash object),
     and once a command thaws it and changes it, a final record made after its hash is deleted has the
-    changed fields, not those it had when it went cold."""
+    changed fields, not those it had when it went cold. In another database too, and for a job id with a
+    colon (the swap finds a job by its key's last colon, and such ids by their queue)."""
     srv = server("--hash-compact-delay", "50")
-    c = redis.Redis(port=srv.port)
-    c.hset("bull:sw:1", mapping={"name": "nm", "timestamp": "1000", "atm": "0", "delay": "0"})
-    c.xadd("bull:sw:events", {"event": "added", "jobId": "1", "name": "nm"})
+    c = redis.Redis(port=srv.port, db=dbi)
+    q = f"sw{dbi}{len(jid)}"
+    c.hset(f"bull:{q}:other", mapping={"name": "x"})  # (a job of another id in the same queue, cached too)
+    c.xadd(f"bull:{q}:events", {"event": "added", "jobId": "other", "name": "x"})
+    c.hset(f"bull:{q}:{jid}", mapping={"name": "nm", "timestamp": "1000", "atm": "0", "delay": "0"})
+    c.xadd(f"bull:{q}:events", {"event": "added", "jobId": jid, "name": "nm"})
     deadline = time.time() + 30
-    while c.execute_command("DEBUG", "PACKED", "bull:sw:1") != 2:
+    while c.execute_command("DEBUG", "PACKED", f"bull:{q}:{jid}") != 2:
         assert time.time() < deadline, "the cached job hash did not go cold as its blob"
         time.sleep(0.05)
-    c.hset("bull:sw:1", mapping={"atm": "1", "processedOn": "2000", "finishedOn": "3000"})
-    c.eval("redis.call('DEL', KEYS[1]); redis.call('XADD', KEYS[2], '*', 'event', 'completed', 'jobId', '1',"
-           " 'returnvalue', '7')", 2, "bull:sw:1", "bull:sw:events")
+    c.hset(f"bull:{q}:{jid}", mapping={"atm": "1", "processedOn": "2000", "finishedOn": "3000"})
+    c.eval("redis.call('DEL', KEYS[1]); redis.call('XADD', KEYS[2], '*', 'event', 'completed', 'jobId', ARGV[1],"
+           " 'returnvalue', '7')", 2, f"bull:{q}:{jid}", f"bull:{q}:events", jid)
     c.save()
-    f = finals_of(srv, "sw")["1"]
+    f = finals_of(srv, q)[jid]
     assert (f["name"], f["attempts_made"], f["processed_on"], f["state"]) == ("nm", 1, 2000, "completed"), f
     c.close()
 

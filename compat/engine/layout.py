@@ -87,6 +87,10 @@ JOB_UPSERT = (
 )
 _KEY_DEL = "DELETE FROM keys WHERE db=? AND key=?"
 _LOCK = b":lock"
+# the last bytes of the state suffixes and of the lock's: a key ending otherwise is neither (one set lookup)
+_STATE_TAILS = frozenset(s[-1:] for s in STATES)
+_LOCK_TAIL = _LOCK[-1:]
+assert _LOCK_TAIL not in _STATE_TAILS
 _ELEM_DEL = {
     b"hash": "DELETE FROM hash_fields WHERE db=? AND key=?",
     b"set": "DELETE FROM set_members WHERE db=? AND key=?",
@@ -282,11 +286,13 @@ class JobLayout:
         others: list[tuple[int, bytes]] = []
         for k in dirty:
             key = k[1]
-            if key.endswith(_SUFFIXES):
+            tail = key[-1:]  # (most keys are job hashes, ending with a digit: no suffix to compare)
+            if tail == _LOCK_TAIL:
+                if key.endswith(_LOCK):
+                    locks.append(k)
+            elif tail in _STATE_TAILS and key.endswith(_SUFFIXES):
                 cands.append(k)
                 continue
-            if key.endswith(_LOCK):
-                locks.append(k)
             others.append(k)
         for k in cands:
             dbi, ckey = k
@@ -350,22 +356,50 @@ class JobLayout:
             ckey = k[1]
             if type(new) is dict:
                 posd[id(v)] = (v, new)  # (if a member fails the checks, ``v`` is no longer job rows)
-            for m in new:
-                jk = prefix + m
-                if not isinstance(data.get(jk), HASHES) or self.find(dbi, jk, v) is not None:
-                    ok = False
-                    break
-                t = (dbi, jk)
-                touched.append(t)
-                memo[t] = (ckey, v, m)  # in ``v`` and in no other container: what ``find`` would say
+            reg = self.reg[dbi]
+            if len(reg) == 1:
+                # one queue prefix in the database: a job key splits one way, so a new member is in another
+                # container exactly when that container's members meet the new ones (``find``'s search for
+                # each, as one set operation per container); then each new member's hash must exist
+                for u in reg[prefix].values():
+                    if u is not v and not (u._ix if type(u) is JobList else u._scores.keys()).isdisjoint(new):
+                        ok = False
+                        break
+                else:
+                    for m in new:
+                        jk = prefix + m
+                        if not isinstance(data.get(jk), HASHES):
+                            ok = False
+                            break
+                        t = (dbi, jk)
+                        touched.append(t)
+                        memo[t] = (ckey, v, m)  # in ``v`` and in no other container: what ``find`` would say
+            else:
+                for m in new:
+                    jk = prefix + m
+                    if not isinstance(data.get(jk), HASHES) or self.find(dbi, jk, v) is not None:
+                        ok = False
+                        break
+                    t = (dbi, jk)
+                    touched.append(t)
+                    memo[t] = (ckey, v, m)
             if not ok:
-                self._fallback(k, v, stored, dirty, touched)
-        # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member
+                self._fallback(k, v, stored, dirty, touched)  # (touches every member of ``v``)
+        # an owned job hash that is gone (DEL, RENAME, expiry, another type) while still a member. Every
+        # member's hash existed when the batch opened (checked at every batch's end) and those that joined
+        # in the batch were checked above, so a key that was no hash when the batch opened needs no search:
+        # one created in the batch (``dirty``'s born flag), a lock folded in its job's row (a string)
         if self.reg:
             found = self._found
+            folded = self.folded
             for k in others:
                 dbi, key = k
                 if not isinstance(dbs[dbi].data.get(key), HASHES):
+                    if dirty[k] is True:
+                        continue
+                    fs = folded.get(dbi)
+                    if fs and key in fs:
+                        continue
                     f = found(k)
                     while f is not None:
                         self._fallback((dbi, f[0]), f[1], stored, dirty, touched)
@@ -389,6 +423,7 @@ class JobLayout:
         changes then cost no row of their own, as the job's row is rewritten in the same batch."""
         folded = self.folded
         found = self._found
+        memo = self._memo  # (``found``'s memo read inline: most jobs asked about are in it)
         for k in locks:
             lk = k[1]
             dbi = k[0]
@@ -397,7 +432,9 @@ class JobLayout:
             if fs is None:
                 fs = folded[dbi] = set()
             val = dbs[dbi].data.get(lk)
-            if type(val) is bytes and found(jt) is not None:
+            if type(val) is bytes and (
+                (f := memo.get(jt, _UNKNOWN)) is not None and (f is not _UNKNOWN or found(jt) is not None)
+            ):
                 if lk not in fs:
                     fs.add(lk)
                     if not dirty[k]:  # the store may hold a row of its own: it goes
@@ -411,11 +448,14 @@ class JobLayout:
                     del dirty[k]  # it only lived in the job's row, rewritten without it
         # a job no longer owned takes no lock with it: a lock it held gets a row of its own
         for t in touched:
+            f = memo.get(t, _UNKNOWN)
+            if f is not None and f is not _UNKNOWN:
+                continue  # owned (the common case: asked about already)
             dbi, jk = t
             fs = folded.get(dbi)
             if fs:
                 lk = jk + _LOCK
-                if lk in fs and found(t) is None:
+                if lk in fs and (f is None or found(t) is None):
                     fs.discard(lk)
                     if lk in dbs[dbi].data:
                         dirty[(dbi, lk)] = False
@@ -502,9 +542,16 @@ class JobLayout:
         folded = self.folded
         dbs = self.dbs
         found = self._found
+        memo = self._memo
         posd = self._pos
         for row in kup:
-            f = found((row[0], row[1])) if row[2] == "hash" else None
+            if row[2] != "hash":
+                plain.append(row)
+                continue
+            t = (row[0], row[1])
+            f = memo.get(t, _UNKNOWN)  # (``found`` inline: the batch's jobs are in its memo)
+            if f is _UNKNOWN:
+                f = found(t)
             if f is None:
                 plain.append(row)
                 continue
