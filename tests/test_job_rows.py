@@ -391,6 +391,39 @@ def test_locks_live_in_their_jobs_row(node: Node) -> None:
     assert node.r.get("bull:q:1:lock") is None and node.r.get("bull:q:4:lock") == b"tok4b"
 
 
+@pytest.mark.parametrize("case", ["folded-lock", "created-string", "created-and-deleted"])
+def test_key_that_was_no_job_hash_becomes_a_members_key(node: Node, case: str) -> None:
+    """The layout skips the membership search for a dirty key that was no hash when the batch opened (one
+    created in the batch, a lock kept in its job's row): such a key can only be a member's key if the member
+    joined in the same batch, which the check of new members must then catch. One MULTI makes each such key a
+    member's job key: the container falls back to generic rows and the store still holds exactly the data."""
+    r = node.r
+    for i in range(1, 4):
+        job(r, "q", i)
+    r.rpush("bull:q:active", "1")
+    r.rpush("bull:q:wait", "2", "3")
+    r.set("bull:q:1:lock", "tok", px=60_000)
+    r.save()
+    assert rows(node, "SELECT lock FROM keys WHERE key = CAST('bull:q:1' AS BLOB)") == [(b"tok",)]
+    p = r.pipeline(transaction=True)
+    if case == "folded-lock":
+        p.set("bull:q:1:lock", "tok2", px=60_000)  # (the lock changes: dirty, folded)
+        p.rpush("bull:q:wait", "1:lock")  # a member whose job key is that lock (a string)
+    elif case == "created-string":
+        p.set("bull:q:9", "a string")  # created in the batch, no hash
+        p.zadd("bull:q:completed", {"9": 5})
+    else:
+        job(p, "q", 8)  # type: ignore[arg-type]
+        p.rpush("bull:q:wait", "8")
+        p.delete("bull:q:8")  # created and gone within the batch, while a member
+    p.execute()
+    r.save()
+    generic = {k for (k,) in rows(node, "SELECT key FROM keys WHERE type IN ('list', 'zset')")}
+    assert generic == ({b"bull:q:completed"} if case == "created-string" else {b"bull:q:wait"}), generic
+    _rows_match_containers(node, "q")
+    check_restart(node)
+
+
 def test_failed_batch_is_rolled_back_with_its_job_rows(node: Node) -> None:
     """Durable mode, a commit fails (another process holds the store's write lock): the writes told
     MISCONF are undone. A job's hash, its lock and its place in a state container share one row, so
