@@ -20,7 +20,7 @@
    respqueue starts from this checkout with its bytecode compiled first (``compileall``, into the
    checkout's ignored __pycache__ folders), as an installed respqueue has it (pip compiles at install,
    the Docker image included); without it (this environment sets PYTHONDONTWRITEBYTECODE=1) every start
-   compiles ~0.4 s of sources again. --restart-source-only measures that instead.
+   compiles its sources again (~0.3 s of CPU here). --restart-source-only measures that instead.
 3. Bytes per job: respqueue.db (+ -wal; a clean stop checkpoints it) / jobs, split into the
    keyspace tables and the job-history tables, vs the size of Redis's appendonlydir / jobs.
 
