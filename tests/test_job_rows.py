@@ -922,3 +922,85 @@ def test_waiting_job_changed_anywhere_keeps_its_position(node: Node) -> None:
     assert r.hget("bull:q:1800", "progress") == b"1800"
     check_restart(node)
     assert node.r.lrange("bull:q:wait", 0, 2) == [b"2999", b"2998", b"2997"]
+
+
+def _loaded(path: str, handoff: bool) -> dict[str, Any]:
+    """The keyspace, TTLs, ``stored``/``dirty`` maps and layout state a start-up load of the store at ``path``
+    builds in this process: with the core loader handing the layout its containers' and locked jobs' rows
+    (``handoff``, what start-up does), or with the layout scanning for them itself."""
+    from compat.engine.layout import JobLayout
+    from respqueue.config import Config
+    from respqueue.persistence import load
+    from respqueue.server import Server
+
+    srv = Server(Config())
+    conn = sqlite3.connect(path)
+    try:
+        layout = JobLayout()
+        stored: dict[Any, Any] = {}
+        dirty: dict[Any, Any] = {}
+        rows: list[Any] | None = [] if handoff else None
+        n = load(conn, srv.dbs, stored, skip_state=True, handoff=rows, handoff_types=JobLayout.scan_types)[0]
+        n += layout.load(conn, srv.dbs, dirty, stored, hashes=True, **({"rows": rows} if handoff else {}))
+    finally:
+        conn.close()
+    keys: dict[Any, Any] = {}
+    for db in srv.dbs:
+        for k, v in db.data.items():
+            if type(v) is bytes:
+                val: Any = v
+            elif hasattr(v, "fields"):  # ColdHash
+                val = (type(v).__name__, bytes(v))
+            elif hasattr(v, "_ix"):  # JobList
+                val = (list(v._d), list(v._p), sorted(v._ix or ()), v._dup)
+            else:
+                val = (type(v).__name__, repr(getattr(v, "_d", None)), list(getattr(v, "_scores", {}).items()))
+            keys[(db.index, k)] = (val, db.expires.get(k))
+    return {"n": n, "keys": keys, "stored": stored, "dirty": dirty, "folded": layout.folded,
+            "reg": {d: {p: sorted(c) for p, c in ps.items()} for d, ps in layout.reg.items()},
+            "heap": [sorted(db.expire_heap) for db in srv.dbs]}
+
+
+def test_containers_and_locks_handed_over_by_the_core_scan(node: Node) -> None:
+    """At start-up the core loader's scan hands the layout the rows of its containers and of the locked jobs
+    (no scan of the table of its own for them) and loads the locked jobs' hashes itself: the same keyspace,
+    TTLs, maps and layout state as the layout's own scan gives, and the same after a restart. Locked jobs in
+    two databases (a lock with a TTL, one without, one that expires while the server is down), a locked job
+    hash with a TTL, delayed jobs, a container with a TTL, an expired container."""
+    r = node.r
+    for dbi in (0, 3):
+        r.execute_command("SELECT", dbi)
+        for i in range(1, 31):
+            job(r, "q", i)
+        r.lpush("bull:q:wait", *[str(i) for i in range(1, 21)])
+        r.rpush("bull:q:active", "21", "22", "23", "24")
+        r.zadd("bull:q:delayed", {str(i): 5000 + i for i in range(25, 31)})
+        r.set("bull:q:21:lock", f"tok{dbi}", px=3_600_000)
+        r.set("bull:q:22:lock", "forever")
+        r.set("bull:q:23:lock", "short", px=2000)  # expires while the server is down
+        r.pexpire("bull:q:24", 3_600_000)  # a locked job whose hash has a TTL
+        r.set("bull:q:24:lock", "t24", px=3_600_000)
+        for i in range(3):
+            job(r, "t", i)
+        r.rpush("bull:t:wait", "0", "1", "2")
+        r.pexpire("bull:t:wait", 3_600_000 if dbi else 2000)  # db 0's expires while the server is down
+        r.set("plain", "x")
+    r.execute_command("SELECT", 0)
+    r.save()
+    locked = rows(node, "SELECT db, key FROM keys WHERE lock IS NOT NULL AND state IS NOT NULL")
+    assert {(0, b"bull:q:21"), (3, b"bull:q:22"), (0, b"bull:q:23")} <= set(locked)
+    before = snapshot(r)
+    node.stop(signal.SIGKILL)
+    time.sleep(2.5)
+    path = os.path.join(node.datadir, "respqueue.db")
+    scanned = _loaded(path, handoff=False)
+    handed = _loaded(path, handoff=True)
+    assert handed == scanned
+    assert (0, b"bull:q:21:lock") in handed["keys"] and (3, b"bull:q:22:lock") in handed["keys"]
+    assert (3, b"bull:q:23:lock") not in handed["keys"] and (0, b"bull:t:wait") not in handed["keys"]
+    assert (3, b"bull:t:wait") in handed["keys"]
+    assert handed["keys"][(3, b"bull:q:24")][1] is not None
+    node.start()
+    expect = {k: v for k, v in before.items() if k[1] != b"bull:q:23:lock" and k != (0, b"bull:t:wait")}
+    assert snapshot(node.r) == expect
+    check_restart(node)

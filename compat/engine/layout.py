@@ -56,8 +56,8 @@ import sqlite3
 from array import array
 from bisect import bisect_left
 from collections import deque
-from itertools import compress
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import getitem, itemgetter
 from typing import Any
 
 from respqueue.keyspace import mstime
@@ -72,6 +72,8 @@ from .joblist import JobList
 JOBS = b"jobs"  # Journal.stored value of a container kept as job rows (it has no element rows)
 LIST_TYPE = "joblist"
 ZSET_TYPE = "jobzset"
+#: the types of the containers' rows the core loader hands over (``loader.load(handoff_types=...)``)
+SCAN_TYPES = (LIST_TYPE, ZSET_TYPE, "list", "zset")
 _TYPE = {b"list": LIST_TYPE, b"zset": ZSET_TYPE}
 STATES = (b"wait", b"paused", b"active", b"delayed", b"prioritized", b"completed", b"failed", b"waiting-children")
 _SUFFIXES = tuple(b":" + s for s in STATES)
@@ -131,6 +133,9 @@ def prefix_of(key: bytes) -> bytes | None:
 
 class JobLayout:
     """The job-row codec of a journal (``Journal.layout``)."""
+
+    #: the core loader hands over the rows of these types (and of the locked jobs) from its scan: ``load``'s ``rows``
+    scan_types = SCAN_TYPES
 
     def __init__(self) -> None:
         # db -> prefix ``<prefix>:<queue>:`` -> {container key: container} for the containers kept as job
@@ -917,6 +922,7 @@ class JobLayout:
         stored: dict[tuple[int, bytes], bytes],
         convert: bool = True,
         hashes: bool = False,
+        rows: list[tuple[Any, ...]] | None = None,
     ) -> int:
         """Rebuild the job-row containers from the rows that name them; returns how many keys were loaded.
 
@@ -927,17 +933,28 @@ class JobLayout:
         Containers stored generically (a store of schema version 4 or 5, one written with
         ``RESPQUEUE_JOB_ROWS=off``, or one that fell back) are marked for a rewrite, so the first batch
         turns them into job rows if they qualify; not with ``convert`` False (a replica: its store holds
-        its master's rows, which may be generic, and it writes none of its own)."""
+        its master's rows, which may be generic, and it writes none of its own).
+
+        ``rows``: the rows of the containers and of the locked jobs, ``(db, key, type, expire_ms, lock,
+        lock_ms)``, as the core loader handed them over from its own scan (``loader.load(handoff=...,
+        handoff_types=SCAN_TYPES)``, which then loaded the locked jobs' hashes itself); None: this scans
+        the table for them."""
         now = mstime()
         ndb = len(dbs)
         conts: dict[tuple[int, bytes], tuple[str, int | None]] = {}
         generic: list[tuple[int, bytes]] = []
         locked: list[tuple[int, bytes, bytes, int | None]] = []
-        # one scan finds the containers and the locks kept in job rows (only ever written in an owned row)
-        for dbi, key, typ, exp, lock, lock_ms in conn.execute(
-            "SELECT db, key, type, expire_ms, lock, lock_ms FROM keys"
-            " WHERE type IN ('joblist', 'jobzset', 'list', 'zset') OR (lock IS NOT NULL AND state IS NOT NULL)"
-        ):
+        # one scan finds the containers and the locks kept in job rows (only ever written in an owned row),
+        # unless the core loader's scan handed them over
+        if rows is None:
+            rows = conn.execute(
+                "SELECT db, key, type, expire_ms, lock, lock_ms FROM keys"
+                " WHERE type IN ('joblist', 'jobzset', 'list', 'zset') OR (lock IS NOT NULL AND state IS NOT NULL)"
+            ).fetchall()
+            handed = False
+        else:
+            handed = True
+        for dbi, key, typ, exp, lock, lock_ms in rows:
             if not 0 <= dbi < ndb:
                 continue
             if lock is not None:
@@ -953,7 +970,7 @@ class JobLayout:
                 conts[k] = (typ, exp)
         loaded = 0
         live = list(conts)
-        groups, orphans, loaded = _scan_members(conn, live, dbs if hashes else None)
+        groups, orphans, loaded = _scan_members(conn, live, dbs if hashes else None, handed)
         for dbi, jk in orphans:
             # a state naming no job-row container (it expired): rewrite those rows without it
             if 0 <= dbi < ndb:
@@ -1068,6 +1085,8 @@ _CHUNK = 8192
 # the value of a row's job hash when it is a one-row hash without a TTL (else NULL): the hashes the core
 # loader leaves to this scan (``load(skip_state=True)``); others (field rows, a TTL) it loads itself
 _HASH_VALUE = "iif(type = 'hash' AND expire_ms IS NULL, value, NULL)"
+# ... when the core loader's scan handed the containers and locks over: it loaded the locked jobs' hashes too
+_HASH_VALUE_UNLOCKED = "iif(type = 'hash' AND expire_ms IS NULL AND lock IS NULL, value, NULL)"
 
 
 def _placed(scores: Any, members: list[bytes]) -> list[bytes] | None:
@@ -1111,18 +1130,19 @@ def _orphan_rows(rows: Any, dbs: list[Any] | None, orphans: list[tuple[int, byte
 
 
 def _scan_members(
-    conn: sqlite3.Connection, live: list[tuple[int, bytes]], dbs: list[Any] | None = None
+    conn: sqlite3.Connection, live: list[tuple[int, bytes]], dbs: list[Any] | None = None, handed: bool = False
 ) -> tuple[list[Any], list[tuple[int, bytes]], int]:
     """One scan of the rows with a state: per container of ``live`` (its index there) its scores (an array of
     doubles) and its members (a list), in the rows' order; the (db, key) of the rows naming none of them; and
     (``dbs`` given: the core loader left these rows' hashes to this scan) how many job hashes it put in ``dbs``. Up to ``_CASE_MAX``
     containers SQLite names each row's container (a small int) and cuts its member out of its key, so a
     row costs small columns (and the key and blob of its hash) and no object of ours; more take the state
-    and key of each row."""
+    and key of each row. ``handed``: the core loader loaded the hashes of the rows with a lock (see
+    ``JobLayout.load``'s ``rows``): they are not put again."""
     groups: list[Any] = [(array("d"), []) for _ in live]  # (scores as C doubles: no float object kept per row)
     orphans: list[tuple[int, bytes]] = []
     ndb = len(dbs) if dbs is not None else 0
-    hv = _HASH_VALUE if dbs is not None else "NULL"
+    hv = (_HASH_VALUE_UNLOCKED if handed else _HASH_VALUE) if dbs is not None else "NULL"
     put = 0
     if not live:
         put = _orphan_rows(conn.execute(f"SELECT db, key, {hv} FROM keys WHERE state IS NOT NULL"), dbs, orphans)  # noqa: S608
@@ -1130,17 +1150,27 @@ def _scan_members(
     if len(live) <= _CASE_MAX:
         case = " ".join(["WHEN db = ? AND state = ? THEN ?"] * len(live))
         cpar = [x for i, k in enumerate(live) for x in (k[0], k[1], i)]
-        starts = {k[1].rindex(b":") + 2 for k in live}
-        if len(starts) == 1:  # the containers of one queue (or of queues whose names are as long): one CASE
-            sub, spar = "?", list(starts)
+        # With the hashes (``dbs``) the keys are read anyway: each member is then cut from its key here, at its
+        # container's offset (a slice per container), not by SQLite: one column less per row (each column the
+        # sqlite3 module reads costs a release of the interpreter lock and a lock of the connection's mutex,
+        # more than the cut)
+        cut = dbs is not None
+        slices = [slice(k[1].rindex(b":") + 1, None) for k in live]
+        if cut:
+            sql = f"SELECT CASE {case} ELSE -1 END, score, key, {hv} FROM keys WHERE state IS NOT NULL"  # noqa: S608
+            params = cpar
+            kget, vget = _MEMBER, _KEY  # (columns 2 and 3)
         else:
-            sub = f"CASE {case} ELSE 1 END"
-            spar = [x for k in live for x in (k[0], k[1], k[1].rindex(b":") + 2)]
-        cols = f"key, {hv}" if dbs is not None else "NULL, NULL"
-        cur = conn.execute(
-            f"SELECT CASE {case} ELSE -1 END, score, substr(key, {sub}), {cols} FROM keys WHERE state IS NOT NULL",  # noqa: S608
-            cpar + spar,
-        )
+            starts = {k[1].rindex(b":") + 2 for k in live}
+            if len(starts) == 1:  # the containers of one queue (or of queues whose names are as long): one CASE
+                sub, spar = "?", list(starts)
+            else:
+                sub = f"CASE {case} ELSE 1 END"
+                spar = [x for k in live for x in (k[0], k[1], k[1].rindex(b":") + 2)]
+            sql = f"SELECT CASE {case} ELSE -1 END, score, substr(key, {sub}), NULL, NULL FROM keys WHERE state IS NOT NULL"  # noqa: S608
+            params = cpar + spar
+            kget, vget = _KEY, _VALUE
+        cur = conn.execute(sql, params)
         dbi0 = live[0][0] if all(k[0] == live[0][0] for k in live) else None
         stray = False
         while True:
@@ -1151,22 +1181,29 @@ def _scan_members(
             if -1 in tags:
                 stray = True
                 rows = list(compress(rows, map((-1).__ne__, tags)))
+                tags = list(map(_TAG, rows))
+            keys = list(map(kget, rows)) if cut else []
+            members: Any = (
+                (map(getitem, keys, repeat(slices[0])) if len(live) == 1 else map(getitem, keys, map(slices.__getitem__, tags)))
+                if cut else map(_MEMBER, rows)
+            )
             if len(live) == 1:
                 g = groups[0]
                 g[0].extend(map(_SCORE, rows))
-                g[1].extend(map(_MEMBER, rows))
+                g[1].extend(members)
             else:
-                for r in rows:
+                for r, m in zip(rows, members, strict=True):
                     g = groups[r[0]]
                     g[0].append(r[1])
-                    g[1].append(r[2])
+                    g[1].append(m)
             if dbs is not None:
+                values = list(map(vget, rows))
                 if dbi0 is not None:
-                    put += _put_hashes(dbs[dbi0].data, list(map(_KEY, rows)), list(map(_VALUE, rows)))
+                    put += _put_hashes(dbs[dbi0].data, keys, values)
                 else:
-                    for r in rows:
-                        if r[4] is not None:
-                            dbs[live[r[0]][0]].data[r[3]] = ColdHash(r[4])
+                    for r, k, v in zip(rows, keys, values, strict=True):
+                        if v is not None:
+                            dbs[live[r[0]][0]].data[k] = ColdHash(v)
                             put += 1
         if stray:
             put += _orphan_rows(conn.execute(

@@ -77,13 +77,17 @@ def open_persistence(server: Any) -> Journal | None:
         gc_was = gc.isenabled()
         gc.disable()
         try:
-            loaded, nexp, expired = load(store.conn, server.dbs, journal.stored, skip_state=layout is not None)
+            # the core's scan hands the layout the rows of its containers and locks (no scan of its own for them)
+            types = getattr(layout, "scan_types", None)
+            handoff: list[Any] | None = [] if types is not None else None
+            loaded, nexp, expired = load(store.conn, server.dbs, journal.stored, skip_state=layout is not None,
+                                         handoff=handoff, handoff_types=types or ())
             if layout is not None:
                 journal.layout = layout
                 # a replica keeps its master's rows as they are (generic ones are not rewritten as its own)
                 convert = not getattr(cfg, "replicaof", None)
                 loaded += layout.load(store.conn, server.dbs, journal.dirty, journal.stored, convert=convert,
-                                      hashes=True)
+                                      hashes=True, **({"rows": handoff} if handoff is not None else {}))
         finally:
             if gc_was:
                 gc.enable()

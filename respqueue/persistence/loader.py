@@ -40,6 +40,8 @@ _NONE = ("", None)
 _ELEM = itemgetter(2)
 _ELEM2 = itemgetter(2, 3)
 _VALUE = itemgetter(3)
+_MARK = itemgetter(6)
+_HANDOFF = itemgetter(0, 1, 4, 5, 7, 8)  # (db, key, type, expire_ms, lock, lock_ms)
 _MAX_SHARED_NAMES = 65_536
 _from_blob = hash_from_blob
 # a table's rows are read per key (no key column to build per row) when it holds at most
@@ -48,13 +50,19 @@ _PER_KEY_MAX = 4096
 
 
 def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
-         skip_state: bool = False) -> tuple[int, int, list[tuple[int, bytes]]]:
+         skip_state: bool = False, handoff: list[tuple[Any, ...]] | None = None,
+         handoff_types: tuple[str, ...] = ()) -> tuple[int, int, list[tuple[int, bytes]]]:
     """Load every key into ``dbs``; returns (keys loaded, keys expired, expired (db, key) pairs).
 
     Containers with element rows come back attached to the journal (see codec.py) and
     ``stored`` is filled with the container keys the store holds. ``skip_state``: the one-row hashes
     without a TTL whose row has a ``state`` (job rows) are left to the layout, which reads them in its
     own scan of those rows (compat/engine/layout.py: one scan for the job hashes and their containers).
+
+    ``handoff`` (a list, with ``skip_state``): this scan also hands the layout the rows it would otherwise
+    scan the whole table again for, as ``(db, key, type, expire_ms, lock, lock_ms)``: those whose type is in
+    ``handoff_types`` (its containers) and those with a state and a lock (an owned job's row, whose one-row
+    hash this loader then loads itself, not the layout). They are still loaded here as any row is.
 
     The cyclic GC is off while loading (the loader creates millions of acyclic objects, and each
     collection would walk all of them), and what was loaded is then frozen (gc.freeze) so later
@@ -63,7 +71,7 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        res = _load(conn, dbs, stored, skip_state)
+        res = _load(conn, dbs, stored, skip_state, handoff, handoff_types)
     finally:
         if was_enabled:
             gc.enable()
@@ -72,7 +80,8 @@ def load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes
 
 
 def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, bytes], bytes],
-          skip_state: bool = False) -> tuple[int, int, list[tuple[int, bytes]]]:
+          skip_state: bool = False, handoff: list[tuple[Any, ...]] | None = None,
+          handoff_types: tuple[str, ...] = ()) -> tuple[int, int, list[tuple[int, bytes]]]:
     now = mstime()
     ndb = len(dbs)
     metas: dict[tuple[int, bytes], tuple[str, Any]] = {}
@@ -84,18 +93,36 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
     # and a chunk's rows of kinds 0 and 1 are split out with itertools.compress into the database's dict; only
     # the rest (keys with a TTL, containers with element rows, small lists, strings stored in chunks: keys.value
     # their length, an INTEGER) take a Python step each.
+    # With ``handoff`` the rows the layout wants are marked by SQLite (column 6) and come with their lock
+    # columns; the one-row hashes of owned jobs (a lock in their row) are then read here too (the layout's
+    # scan leaves them), so that the layout needs no scan of its own for its containers and locks.
+    hand = skip_state and handoff is not None
+    skip = " AND NOT (state IS NOT NULL AND type = 'hash' AND expire_ms IS NULL AND value IS NOT NULL"
+    params: tuple[Any, ...] = (ndb,)
+    extra = ""
+    if hand:
+        marks = ", ".join("?" * len(handoff_types)) or "NULL"
+        extra = (f", CASE WHEN type IN ({marks}) OR (lock IS NOT NULL AND state IS NOT NULL) THEN 1 END,"
+                 " lock, lock_ms")
+        params = (*handoff_types, ndb)
+        skip += " AND lock IS NULL"
     cur = conn.execute(
         "SELECT db, key, value, CASE WHEN expire_ms IS NOT NULL THEN 2"
         " WHEN type = 'string' THEN 2 * (typeof(value) = 'integer') WHEN type = 'hash' AND value IS NOT NULL THEN 1"
-        " ELSE 2 END, type, expire_ms FROM keys WHERE db >= 0 AND db < ?"
-        + (" AND NOT (state IS NOT NULL AND type = 'hash' AND expire_ms IS NULL AND value IS NOT NULL)" if skip_state else ""),
-        (ndb,),
+        f" ELSE 2 END, type, expire_ms{extra} FROM keys WHERE db >= 0 AND db < ?"  # noqa: S608
+        + (skip + ")" if skip_state else ""),
+        params,
     )
     rest: list[Any] = []
     while True:
         chunk = cur.fetchmany(65536)
         if not chunk:
             break
+        if hand:
+            assert handoff is not None
+            marked = list(map(_MARK, chunk))
+            if 1 in marked:
+                handoff.extend(map(_HANDOFF, compress(chunk, marked)))
         # rows come in primary-key order: a chunk is one database's, or a few runs of them
         parts = [chunk] if chunk[0][0] == chunk[-1][0] else [list(g) for _, g in groupby(chunk, _FIRST)]
         for rows in parts:
@@ -116,7 +143,7 @@ def _load(conn: sqlite3.Connection, dbs: list[Any], stored: dict[tuple[int, byte
                     rest.extend(compress(rows, map(_IS2, kinds)))
             loaded += len(data) - before
     del cur
-    for dbi, key, value, _kind, typ, exp in rest:
+    for dbi, key, value, _kind, typ, exp, *_ in rest:
         if exp is None:
             metas[(dbi, key)] = (typ, value)
             continue

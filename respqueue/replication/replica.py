@@ -360,10 +360,14 @@ def reload_all(server: Any) -> None:
         db.expire_heap.clear()
     j.stored.clear()
     j.dirty.clear()
-    load(j.store.conn, server.dbs, j.stored, skip_state=j.layout is not None)
+    types = getattr(j.layout, "scan_types", None)  # (as at start-up: persistence.open_persistence)
+    handoff: list[Any] | None = [] if types is not None else None
+    load(j.store.conn, server.dbs, j.stored, skip_state=j.layout is not None, handoff=handoff,
+         handoff_types=types or ())
     if j.layout is not None:  # job rows: the state containers are rebuilt from their members' rows (and their hashes)
         j.layout = type(j.layout)()
-        j.layout.load(j.store.conn, server.dbs, {}, j.stored, convert=False, hashes=True)  # the master's rows, as they are
+        j.layout.load(j.store.conn, server.dbs, {}, j.stored, convert=False, hashes=True,  # the master's rows, as they are
+                      **({"rows": handoff} if handoff is not None else {}))
 
 
 def install_snapshot(server: Any, path: str) -> None:
