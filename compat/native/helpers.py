@@ -172,7 +172,7 @@ _META4 = (b"paused", b"concurrency", b"max", b"duration")
 
 
 # ---- moveToActive -------------------------------------------------------------------
-def _check_job_for_processing(ctx: Ctx, keys: list[bytes], prefix: bytes, job_id: bytes) -> None:
+def _check_job_for_processing(ctx: Ctx, keys: list[bytes] | frozenset[bytes], prefix: bytes, job_id: bytes) -> None:
     if job_id[:2] == b"0:":
         raise Bail("legacy marker")
     job_key = prefix + job_id

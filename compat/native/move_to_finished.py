@@ -267,9 +267,11 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         if nxt is not None:
             if nxt == job_id:
                 raise Bail("next job is this job")
-            _check_job_for_processing(ctx, keys, prefix, nxt)
-            if prefix + nxt == job_key:
+            nxt_key = prefix + nxt
+            if nxt_key == job_key or nxt_key + b":lock" == job_key:
                 raise Bail("key clash")
+            # (the other 13 keys as a set: what the list of 14 would say, without a scan of it per key)
+            _check_job_for_processing(ctx, ks, prefix, nxt)
     # ---- removeLock: the first write
     if token != b"0":
         lock_key = job_key + b":lock"
