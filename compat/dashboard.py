@@ -27,7 +27,7 @@ import json
 import time
 from typing import Any
 
-from compat.history_schema import events_select, finals_select, pack
+from compat.history_schema import events_select, finals_select, json_text
 from compat.metrics import QueueMetrics, percentiles
 from respqueue.client import Client
 from respqueue.dispatch import call, resolve
@@ -289,7 +289,7 @@ class Dashboard:
             return [], [], "aiosqlite is not installed"
         path = j.store.path
         cols = "ts_ms, event, attempt, worker, failed_reason, returnvalue_size, delay_ms, job_name"
-        needle = pack(jid)  # the job id as a JSON string, as the chunks hold it
+        needle = json_text(jid)  # the job id as a JSON string, as the chunks hold it
         job = "prefix=? AND queue=? AND job_id=?"
         async with aiosqlite.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
             conn.row_factory = aiosqlite.Row

@@ -190,12 +190,27 @@ def _jid(b: bytes) -> bytes:
 
 
 # the event arrays ``[ts_ms, job_id, job_name, event, attempt, worker, failed_reason, returnvalue_size,
-# delay_ms]`` by the paths that write them (ts_ms: the bytes of the decimal; job_id: inside its quotes)
-_ADDED = b'[%s,"%s",%s,"added",null,null,null,null,%s]'
-_WAITING = b'[%s,"%s",%s,"waiting",null,null,null,null,null]'
-_ACTIVE = b'[%s,"%s",%s,"active",%d,%s,null,null,null]'
-_FINISHED = b'[%s,"%s",%s,"%s",%s,%s,%s,%s,null]'  # event: completed or failed
-_EVENT = b'[%s,"%s",%s,%s,%s,%s,%s,null,%s]'  # the other events (their returnvalue_size is null)
+# delay_ms]`` by the paths that write them (ts_ms: the bytes of the decimal; job_id: inside its quotes), with
+# no trailing nulls (``history_schema.pack``'s form; ``->>`` and the export read a missing element as null)
+_ADDED = b'[%s,"%s",%s,"added"%s]'  # + ",null,null,null,null,<delay>" for a delayed job
+_WAITING = b'[%s,"%s",%s,"waiting"]'
+_ACTIVE = b'[%s,"%s",%s,"active",%d%s]'  # + ",<worker>" when the worker is known
+_FINISHED = b'[%s,"%s",%s,"%s",%s,%s,%s,%s]'  # event: completed or failed (then _trim)
+_EVENT = b'[%s,"%s",%s,%s,%s,%s,%s,null,%s]'  # the other events (their returnvalue_size is null; then _trim)
+_NULL_END = b",null]"
+
+
+def _trim(s: bytes) -> bytes:
+    """An event's JSON array without its trailing nulls (an event's 4th element, its name, is never null, and
+    a JSON string ends with a quote: only a bare null can end in ``,null]``)."""
+    while s.endswith(_NULL_END):
+        s = s[:-6] + b"]"
+    return s
+
+
+def _active(msb: bytes, jq: bytes, nj: bytes, atm: int, pb: bytes | None) -> bytes:
+    """The ``active`` event (``pb``: its worker's name, None when the job hash has none)."""
+    return _ACTIVE % (msb, jq, nj, atm, b"" if pb is None else b"," + _jsm(pb))
 # the final record ``[job_id, name, data, opts, timestamp, delay, processed_on, finished_on, attempts_made,
 # failed_reason, returnvalue, state]``
 _FINAL = b'["%s",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"]'
@@ -353,7 +368,7 @@ class HistoryCapture:
         """The active events still waiting for their worker take it from the hash now."""
         if self._unresolved:
             for u in self._unresolved.values():
-                u[0][u[1]] = _ACTIVE % (u[2], u[3], u[4], u[5], _jsm(u[6].get(b"pb")))
+                u[0][u[1]] = _active(u[2], u[3], u[4], u[5], u[6].get(b"pb"))
             self._unresolved.clear()
 
     def close_batch(self) -> None:
@@ -453,7 +468,7 @@ class HistoryCapture:
         if self._unresolved:
             u = self._unresolved.pop(ck, None)
             if u is not None:
-                u[0][u[1]] = _ACTIVE % (u[2], u[3], u[4], u[5], _jsm(u[6].get(b"pb")))
+                u[0][u[1]] = _active(u[2], u[3], u[4], u[5], u[6].get(b"pb"))
         q = self._cur.get(qk)  # (self._get, inlined: this runs for every event)
         cached = q.get(jid) if q is not None else None
         if cached is None and self._old:
@@ -500,7 +515,7 @@ class HistoryCapture:
                 self._unresolved[ck] = (evs, len(evs), msb, jq, nj, atm + 1, h)
                 evs.append(b"")
             else:
-                evs.append(_ACTIVE % (msb, jq, nj, atm + 1, _NULL))
+                evs.append(_active(msb, jq, nj, atm + 1, None))
             return
         if ev == b"completed" or ev == b"failed":
             rv = fr = None
@@ -515,8 +530,8 @@ class HistoryCapture:
                 wj = _NULL if x is None else _jsm(x)
             else:
                 aj = wj = _NULL
-            evs.append(_FINISHED % (msb, jq, nj, ev, aj, wj, _NULL if fr is None else _js(fr),
-                                    _NULL if rv is None else b"%d" % len(rv)))
+            evs.append(_trim(_FINISHED % (msb, jq, nj, ev, aj, wj, _NULL if fr is None else _js(fr),
+                                          _NULL if rv is None else b"%d" % len(rv))))
             self._final(ch, jq, nj, aj, ev, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
@@ -536,7 +551,7 @@ class HistoryCapture:
                 self._put(qk, jid, h)
             if self.metrics is not None:
                 self.metrics.added(db.index, prefix, queue, ms)
-            evs.append(_ADDED % (msb, jq, nj, dj))
+            evs.append(_ADDED % (msb, jq, nj, b"" if dj is _NULL else b",null,null,null,null," + dj))
             return
         attempt = worker = reason = delay = None
         kj = _KINDJ.get(ev) or _js(ev)
@@ -563,7 +578,7 @@ class HistoryCapture:
         elif ev == b"removed":
             if cached is not None:
                 self._drop(qk, jid)
-        evs.append(_EVENT % (msb, jq, nj, kj, _jn(attempt), _jsm(worker), _js(reason), _jn(delay)))
+        evs.append(_trim(_EVENT % (msb, jq, nj, kj, _jn(attempt), _jsm(worker), _js(reason), _jn(delay))))
 
     @staticmethod
     def _field(argv: list[bytes], pos: int, name: bytes) -> bytes | None:

@@ -314,6 +314,9 @@ def _queries(chunked: bool, last_event_id: int, last_final_ms: int, cutoff: int,
     return ev_sql, ev_args, finals_select(" AND ".join(cfi), " AND ".join(fi)), fi_args + cfi_args
 
 
+_PAD = [None] * 9
+
+
 def _chunk_events(conn: sqlite3.Connection, last_event_id: int, since_ms: int | None,
                   until_ms: int | None) -> list[tuple[Any, ...]]:
     """The events of the chunks after ``last_event_id`` (within ``since_ms``/``until_ms``), in id order, as
@@ -341,6 +344,8 @@ def _chunk_events(conn: sqlite3.Connection, last_event_id: int, since_ms: int | 
             ts = e[0]
             if (since_ms is not None and ts < since_ms) or (until_ms is not None and ts > until_ms):
                 continue
+            if len(e) < 9:  # (stored without its trailing nulls: history_schema.pack)
+                e += _PAD[len(e):]
             add((eid, ts, prefix, queue, *e[1:]))
     return out
 

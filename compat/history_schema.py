@@ -40,8 +40,9 @@ CHUNK_MAX = 4096
 ID_SPAN = 65536
 
 #: The chunk table. ``events``: a JSON array of ``[ts_ms, job_id, job_name, event, attempt, worker,
-#: failed_reason, returnvalue_size, delay_ms]``; ``finals``: a JSON array of ``[job_id, name, data, opts,
-#: timestamp, delay, processed_on, finished_on, attempts_made, failed_reason, returnvalue, state]`` or NULL;
+#: failed_reason, returnvalue_size, delay_ms]``, each without its trailing nulls; ``finals``: a JSON array of
+#: ``[job_id, name, data, opts, timestamp, delay, processed_on, finished_on, attempts_made, failed_reason,
+#: returnvalue, state]`` or NULL;
 #: ``ts_ms``/``last_ms``: the first and last event's time; ``recorded_ms``: when the batch closed.
 CHUNKS_DDL = """
 CREATE TABLE IF NOT EXISTS history_chunks(
@@ -252,9 +253,23 @@ def is_chunked(conn: sqlite3.Connection) -> bool:
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+def _untail(e: Any) -> Any:
+    """``e`` without its trailing nulls."""
+    n = len(e)
+    while n and e[n - 1] is None:
+        n -= 1
+    return e if n == len(e) else e[:n]
+
+
+def json_text(v: Any) -> str:
+    """``v`` as the chunks' JSON has it (compact, not ASCII-escaped): e.g. a job id to search a chunk for."""
+    return _dumps(v)
+
+
 def pack(events: list[Any]) -> str:
-    """A chunk's ``events`` (or ``finals``) column from its list of event (final) arrays."""
-    return _dumps(events)
+    """A chunk's ``events`` (or ``finals``) column from its list of event (final) arrays, each without its
+    trailing nulls (``->>`` reads a missing element as null, ``history_export`` pads them back)."""
+    return _dumps([_untail(e) for e in events])
 
 
 def chunk_rows(events: Iterable[tuple], finals: Iterable[tuple], size: int = CHUNK_MAX) -> list[tuple]:
