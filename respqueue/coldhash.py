@@ -199,7 +199,11 @@ class ColdHashes:
         """Compact every noted hash now, whatever its age (DEBUG COLD-HASHES COMPACT)."""
         now = 1 << 62
         n = 0
-        while self.cur or self.buckets:
+        if self.cur:
+            # the open bucket, closed as due (tick() would stamp it with ``now`` itself: never due)
+            self.buckets.append((0, self.cur))
+            self.cur = {}
+        while self.buckets:
             n += self.tick(now, 3600.0)
         while self._recode:
             self._recode_step(float("inf"))

@@ -416,3 +416,20 @@ def test_cold_forms_round_trip(monkeypatch: Any) -> None:
     d = {b"never": b"seen", b"before": b"1"}
     c = hm.ColdHash.of(False, d)
     assert c[0] == 0x92 and c.fields() == (False, d)
+
+
+@pytest.mark.parametrize("mode", ["memory", "durable"])
+def test_debug_compact_with_hashes_noted_this_tick(mode: str) -> None:
+    """DEBUG COLD-HASHES COMPACT packs every noted hash now, those noted since the last cron tick included
+    (the open bucket): it used to close that bucket stamped with its own far-future "now", which was never
+    due, and loop forever."""
+    srv = start_respqueue("--durability", mode, "--hash-compact-delay", "600000")
+    try:
+        c = redis.Redis(port=srv.port, socket_timeout=5)
+        c.hset("h:1", mapping={"a": "1", "b": "2"})
+        assert c.execute_command("DEBUG", "COLD-HASHES", "COMPACT")[:2] == [1, 0]
+        assert c.execute_command("DEBUG", "PACKED", "h:1") == 2
+        assert c.hgetall("h:1") == {b"a": b"1", b"b": b"2"}
+        c.close()
+    finally:
+        srv.stop()

@@ -422,6 +422,44 @@ def test_finish_cycle(pair: Pair) -> None:
 
 
 @needs_node
+@pytest.mark.parametrize("watched", ["wait", "active", "completed", "job", "next", "next:lock", "events"])
+def test_finish_and_fetch_dirty_watched_keys(pair: Pair, watched: str) -> None:
+    """moveToFinished with fetch makes several writes inline (LREM active, RPOPLPUSH wait -> active, ZADD of
+    the finished job, the job hash's HINCRBY + HSET, the next job's lock SET PX and its HMSET + HINCRBY), some
+    signalled once for two writes: a WATCH on each key they write fails the transaction, as on the Lua path.
+    Two runs: with a job left waiting after the fetch, and with the fetch emptying wait (and the LREM active)."""
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    for n_jobs in (3, 2):
+        pair.flush()
+        for b in (add, mta, fin):
+            pair.load(b)
+        for _ in range(n_jobs):
+            pair.script(add, ADD_KEYS, add_args())
+        first = pair.script(mta, MTA_KEYS, mta_args())[1]
+        nxt = b"%d" % (int(first) + 1)
+        key = {"job": Q + first, "next": Q + nxt, "next:lock": Q + nxt + b":lock"}.get(watched, Q + watched.encode())
+        keys, argv = finish_args(first, fetch=1, name="w")
+        got = []
+        for srv in (pair.lua_srv, pair.nat_srv):
+            w = redis.Redis(port=srv.port)
+            r = redis.Redis(port=srv.port)
+            p = w.pipeline(transaction=True)
+            p.watch(key)
+            reply = r.evalsha(sha(fin), len(keys), *keys, *argv)
+            p.multi()
+            p.get(b"x")
+            try:
+                p.execute()
+                got.append(("exec ran", reply[1]))
+            except redis.WatchError:
+                got.append(("watch error", reply[1]))
+            w.close()
+            r.close()
+        assert got == [("watch error", nxt)] * 2, (watched, n_jobs, got)
+        pair.compare()
+
+
+@needs_node
 def test_active_reply_fields_of_every_length(pair: Pair) -> None:
     """moveToActive's reply (the job hash flattened, pre-encoded natively) is Lua's byte for byte: field names
     the reply's memo of names has seen before and new ones, values and names longer than its header table

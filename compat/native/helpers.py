@@ -6,6 +6,7 @@ the commands the scripts issue most (each accounted for as the Lua path would ru
 from __future__ import annotations
 
 import re
+from heapq import heappush
 from itertools import chain
 from typing import Any
 
@@ -171,7 +172,7 @@ _META4 = (b"paused", b"concurrency", b"max", b"duration")
 
 
 # ---- moveToActive -------------------------------------------------------------------
-def _check_job_for_processing(ctx: Ctx, keys: list[bytes], prefix: bytes, job_id: bytes) -> None:
+def _check_job_for_processing(ctx: Ctx, keys: list[bytes] | frozenset[bytes], prefix: bytes, job_id: bytes) -> None:
     if job_id[:2] == b"0:":
         raise Bail("legacy marker")
     job_key = prefix + job_id
@@ -235,17 +236,20 @@ def _next_delay_reply(call: Any, delayed_key: bytes) -> list[Any] | None:
 _FIELD_BULK: dict[bytes, bytes] = {}
 
 
-def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> list[Any]:
+def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> Any:
     """moveToActive's reply: the job hash flattened, the job id, no rate limit, no delay.
 
-    The flattened hash (all bytes) goes out pre-encoded, as one RESP array of bulk strings (the job's
-    fields are most of the reply): headers from resp's table, each field name's bulk string from
-    ``_FIELD_BULK`` (17% fewer instructions than a header, name and CRLF per field; 2.9 us for a
-    12-field job hash with ``hiredis.pack_command``); a field or value over 1024 bytes takes pack_command."""
+    All of it goes out pre-encoded, as one :class:`Encoded` (the same in RESP2 and RESP3: an array of an
+    array of bulk strings, a bulk string and two integers), so ``resp.encode`` writes it in one step: headers
+    from resp's table, each field name's bulk string from ``_FIELD_BULK`` (17% fewer instructions than a
+    header, name and CRLF per field; 2.9 us for a 12-field job hash with ``hiredis.pack_command``); a field
+    or value over 1024 bytes takes pack_command."""
     hdr = _BULK_HDR
     fb = _FIELD_BULK
     d = h.d if type(h) is Hash else h
-    out = [_MBULK[2 * len(d)] if len(d) < 512 else b"*%d\r\n" % (2 * len(d))]
+    n = len(job_id)
+    tail = (hdr[n] if n < 1025 else b"$%d\r\n" % n) + job_id + _ACTIVE_TAIL
+    out = [_ACTIVE_HEAD, _MBULK[2 * len(d)] if len(d) < 512 else b"*%d\r\n" % (2 * len(d))]
     ext = out.extend
     try:
         for f, v in d.items():
@@ -256,8 +260,13 @@ def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> list[Any]:
                     fb[f] = p
             ext((p, hdr[len(v)], v, b"\r\n"))
     except IndexError:
-        return [Encoded(pack_command(tuple(chain.from_iterable(d.items())))), job_id, 0, 0]
-    return [Encoded(b"".join(out)), job_id, 0, 0]
+        return Encoded(_ACTIVE_HEAD + pack_command(tuple(chain.from_iterable(d.items()))) + tail)
+    out.append(tail)
+    return Encoded(b"".join(out))
+
+
+_ACTIVE_HEAD = b"*4\r\n"  # [job hash, job id, 0, 0]
+_ACTIVE_TAIL = b"\r\n:0\r\n:0\r\n"
 
 
 # ---- moveToFinished ---------------------------------------------------------------
@@ -321,24 +330,29 @@ def _zadd_marker(ctx: Ctx, marker_key: bytes) -> None:
         ctx.call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
 
 
-def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any) -> None:
-    """HSET/HMSET ``argv`` (well formed) whose reply the script drops; ``h`` is what is at argv[1]."""
+def _hset(ctx: Ctx, cmd: Command, argv: list[bytes], h: Any, signal: bool = True) -> bool:
+    """HSET/HMSET ``argv`` (well formed) whose reply the script drops; ``h`` is what is at argv[1]. Inline
+    (True) when ``h`` is a plain hash and no MONITOR client is attached; ``signal`` False leaves the inline
+    write's ``Database.modified`` to the caller (one signal for several writes to the same hash in a row:
+    nothing runs in between that could tell them apart)."""
     if not ctx.monitors and type(h) is Hash:
         ctx.wrote = True
         h.set_pairs(argv, 2)
-        ctx.db.modified(argv[1])
+        if signal:
+            ctx.db.modified(argv[1])
         ctx.done.append(cmd)  # type: ignore[union-attr]
-    else:
-        ctx.call(cmd, argv)
+        return True
+    ctx.call(cmd, argv)
+    return False
 
 
-def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
+def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any, signal: bool = True) -> Any:
     """HINCRBY key field 1, inline when the hash exists and the field holds a small integer (or is absent).
 
-    ``h`` is what is at ``key`` (the caller just looked it up)."""
-    db = ctx.db
+    ``h`` is what is at ``key`` (the caller just looked it up); ``signal`` as for :func:`_hset` (the
+    caller signals ``key`` once its inline writes are made, whether or not this one was inline)."""
     if not ctx.monitors and type(h) is Hash:
-        cur = h.get(field)
+        cur = h.d.get(field)
         if cur is None:
             v = 1
         else:
@@ -348,7 +362,8 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any) -> Any:
             v += 1
         ctx.wrote = True
         h.set(field, b"%d" % v)
-        db.modified(key)
+        if signal:
+            ctx.db.modified(key)
         ctx.done.append(HINCRBY)  # type: ignore[union-attr]
         return v
     return ctx.call(HINCRBY, [b"HINCRBY", key, field, b"1"])
@@ -364,22 +379,30 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
         if ctx.monitors:
             call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
         else:
-            # SET lock token PX ms, inline: lock_ms is a validated positive integer below 2**53
+            # SET lock token PX ms, inline: lock_ms is a validated positive integer below 2**53; what
+            # Database.set and set_expire do, with one modified() for both (nothing runs in between)
             lock_key = job_key + b":lock"
             ctx.wrote = True
-            db.lookup(lock_key)  # as SET does: an expired value goes first
-            db.set(lock_key, token)
-            db.set_expire(lock_key, int(lock_ms) + mstime())
+            data = db.data
+            created = db.lookup(lock_key) is None  # as SET does: an expired value goes first
+            data[lock_key] = token
+            when = int(lock_ms) + mstime()
+            db.expires[lock_key] = when
+            heappush(db.expire_heap, (when, lock_key))
+            db.modified(lock_key, created)
             ctx.done.append(SET)  # type: ignore[union-attr]
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
     h = unpacked(db.lookup(job_key))  # a job that waited long is packed (respqueue/coldhash.py)
+    # HMSET processedOn [pb], HINCRBY ats: one signal for the two inline writes to the job hash
     if worker is not None:
-        _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts, b"pb", worker], h)
+        inline = _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts, b"pb", worker], h, False)
     else:
-        _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts], h)
+        inline = _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts], h, False)
     if h is None:
         h = db.lookup(job_key)  # HMSET created it
-    _hincr1(ctx, job_key, b"ats", h)
+    _hincr1(ctx, job_key, b"ats", h, not inline)
+    if inline:
+        db.modified(job_key)
     _zadd_marker(ctx, marker_key)
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:

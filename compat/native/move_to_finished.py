@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lua.convert import format_number_arg
+from respqueue.commands.lists import _pop_done
 from respqueue.commands.streams import xtrim_approx
+from respqueue.commands.zsets import _zadd1
 from respqueue.numbers import str2int
 from respqueue.types.hash import Hash, unpacked
 from respqueue.types.list import List
@@ -28,6 +30,7 @@ from .helpers import (
     HSET,
     LLEN,
     LREM,
+    RPOPLPUSH,
     SCARD,
     SREM,
     XADD,
@@ -37,7 +40,6 @@ from .helpers import (
     ZRANGEBYSCORE,
     _check,
     _check_job_for_processing,
-    _check_meta,
     _check_stream,
     _hincr1,
     _hset,
@@ -60,16 +62,27 @@ _PENDING_CHILDREN = ((b":dependencies", SCARD, b"SCARD", -4), (b":unsuccessful",
 
 _JOB_SUFFIXES = (b":lock", b":dependencies", b":unsuccessful", b":logs", b":processed", b":failed")
 
-#: wait key -> (the other 13 keys of moveToFinished, as a set, and the job keys whose derived keys are among them)
-_MTF_KEYS: dict[bytes, tuple[list[bytes], frozenset[bytes], frozenset[bytes]]] = {}
+#: wait key -> (the other 13 keys of moveToFinished, as a set, the job keys whose derived keys are among
+#: them, and all 14 with _JOB_SLOT in the job key's place)
+_MTF_KEYS: dict[bytes, tuple[list[bytes], frozenset[bytes], frozenset[bytes], list[Any]]] = {}
+#: stands for the job key in a cached key list (compared by identity first: no bytes equals it by chance
+#: that matters, as the list's other 13 keys are compared too)
+_JOB_SLOT = object()
 
 
-def _mtf_keys(keys: list[bytes]) -> tuple[list[bytes], frozenset[bytes], frozenset[bytes]]:
-    """The queue keys of moveToFinished (all but the job key), cached per queue."""
-    qk = keys[:11] + keys[12:]
+def _mtf_keys(keys: list[Any]) -> tuple[list[bytes], frozenset[bytes], frozenset[bytes], list[Any]]:
+    """The queue keys of moveToFinished (all but the job key), cached per queue. ``keys`` is the script's
+    own list (a slice of the request): compared with the cached list in place, the job key's slot
+    holding the cached placeholder meanwhile (no list built per call)."""
     e = _MTF_KEYS.get(keys[0])
-    if e is not None and e[0] == qk:
-        return e
+    if e is not None:
+        job_key = keys[11]
+        keys[11] = _JOB_SLOT
+        same = keys == e[3]
+        keys[11] = job_key
+        if same:
+            return e
+    qk = keys[:11] + keys[12:]
     ks = frozenset(qk)
     if len(ks) != 13:
         raise Bail("args")
@@ -78,7 +91,9 @@ def _mtf_keys(keys: list[bytes]) -> tuple[list[bytes], frozenset[bytes], frozens
         for suffix in _JOB_SUFFIXES:
             if k.endswith(suffix):
                 clash.add(k[: -len(suffix)])
-    e = (qk, ks, frozenset(clash))
+    full = list(keys)
+    full[11] = _JOB_SLOT
+    e = (qk, ks, frozenset(clash), full)
     if len(_MTF_KEYS) >= 256:
         _MTF_KEYS.clear()
     _MTF_KEYS[keys[0]] = e
@@ -177,7 +192,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         raise Bail("timestamp")
     wait_key, active_key, prio_key, events_key, stalled_key = keys[0], keys[1], keys[2], keys[3], keys[4]
     delayed_key, meta_key, pc_key, target_key, job_key, marker_key = keys[6], keys[8], keys[9], keys[10], keys[11], keys[13]
-    _qk, ks, clash = _mtf_keys(keys)
+    _qk, ks, clash, _full = _mtf_keys(keys)
     if job_key in ks:
         raise Bail("args")
     if job_key in clash:
@@ -218,7 +233,10 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     active = _check(db, active_key, List)
     if active is None or active.find(job_id, True) < 0:
         raise Bail("not active")  # -3 comes after the lock is deleted: let Lua do it
-    meta = _check_meta(db, meta_key)
+    meta = _check(db, meta_key, Hash)
+    # meta's paused/concurrency, validated (the fetch's concurrency limit): trimEvents' HSET below
+    # writes only opts.maxLenEvents, so they hold for the whole script
+    limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
     m = 10000  # trimEvents' MAXLEN
     if max_events is not None:
@@ -249,9 +267,11 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         if nxt is not None:
             if nxt == job_id:
                 raise Bail("next job is this job")
-            _check_job_for_processing(ctx, keys, prefix, nxt)
-            if prefix + nxt == job_key:
+            nxt_key = prefix + nxt
+            if nxt_key == job_key or nxt_key + b":lock" == job_key:
                 raise Bail("key clash")
+            # (the other 13 keys as a set: what the list of 14 would say, without a scan of it per key)
+            _check_job_for_processing(ctx, ks, prefix, nxt)
     # ---- removeLock: the first write
     if token != b"0":
         lock_key = job_key + b":lock"
@@ -280,7 +300,12 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
     else:
         done.append(HMGET)
-        call(LREM, [b"LREM", active_key, b"-1", job_id])
+        # LREM active -1 jobId, inline: ``active`` is the list checked above, holding the job, and nothing
+        # wrote it since (its key is none of the keys written so far)
+        ctx.wrote = True
+        active.remove(job_id, -1)
+        _pop_done(db, active_key, active)
+        done.append(LREM)
         done.append(HGET)
     if max_events is None:
         max_events = b"10000"
@@ -291,10 +316,18 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         ctx.wrote = True
         xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
         done.append(XTRIM)  # type: ignore[union-attr]  (monitors: the branch above)
-    attempts_made = _hincr1(ctx, job_key, b"atm", job)  # the job hash: nothing replaced it since the checks
+    # the job hash: nothing replaced it since the checks; kept, its HINCRBY and HSET are signalled once
+    attempts_made = _hincr1(ctx, job_key, b"atm", job, remove)
     if not remove:
-        call(ZADD, [b"ZADD", target_key, ts, job_id])
-        _hset(ctx, HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts], job)
+        if done is None:
+            call(ZADD, [b"ZADD", target_key, ts, job_id])
+        else:
+            # ZADD target ts jobId, the command's own code without its dispatch: the target is a zset or
+            # absent (checked above) and ts a validated number
+            _zadd1(ctx.sc, target_key, ts, job_id)
+            done.append(ZADD)
+        if _hset(ctx, HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts], job, False):
+            db.modified(job_key)
         if failed:
             call(HDEL, [b"HDEL", job_key, b"defa"])
     else:
@@ -310,8 +343,6 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
             ctx.inline(HMGET, [b"HMGET", meta_key, *variant])
         else:
             done.append(HMGET)
-        meta = db.lookup(meta_key)  # trimEvents may have created it
-        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
         paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
         if done is None:
@@ -322,7 +353,21 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
             done.append(ZRANGEBYSCORE)
         if paused_or_maxed:
             return [0, 0, 0, 0]
-        nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+        if done is not None and wait:
+            # moveJobFromWaitToActive's RPOPLPUSH, inline: ``wait`` is the list checked above (its last
+            # job is ``nxt``) and nothing wrote it since; active is the list checked above or, emptied by
+            # the LREM, gone
+            nid = wait.pop_one(False)
+            dst = db.data.get(active_key)
+            if dst is None:
+                db.add(active_key, List((nid,)))
+            else:
+                dst.push_one(nid, True)
+                db.modified(active_key)
+            _pop_done(db, wait_key, wait)
+            done.append(RPOPLPUSH)
+        else:
+            nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
         if nid is not None:
             return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker)
         delay = _next_delay_reply(call, delayed_key)
