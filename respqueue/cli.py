@@ -275,6 +275,7 @@ def load_plugins() -> None:
     with the journal, its XADD hook), its metrics and dashboard API (with the HTTP server) and the job-row
     layout (with persistence). The CLI, where the process starts, loads them; the core never does."""
     import compat.engine.layout  # noqa: F401  (BullMQ jobs stored as one row each: persistence.LAYOUTS)
+    import compat.engine.shapes  # noqa: F401  (BullMQ's job hashes packed by shape: types.hash store shapes)
     import compat.engine.signals  # noqa: F401  (BullMQ's marker pops skip their own commit: persistence.signals)
     import compat.history  # noqa: F401
     import compat.metrics  # noqa: F401  (BullMQ's /metrics families and the dashboard API: http.PLUGINS)

@@ -173,8 +173,12 @@ class ColdHashes:
             self.skipped += 1
             return False  # changed since it was noted with this blob: noted again when it is written
         if entry is not None:
-            # (a thawed hash's ColdHash, unchanged since: itself, unless in the store's form)
-            cold = blob if type(blob) is ColdHash and blob[0] != _STORED else ColdHash.of(h.ht, d)
+            # a thawed hash's ColdHash, unchanged since: itself; the row's bytes written with a store shape
+            # (hash.pack_small): as they are; else packed with its shape (not its names)
+            if blob is not None and blob[0] != _STORED:
+                cold = blob if type(blob) is ColdHash else ColdHash(blob)
+            else:
+                cold = ColdHash.of(h.ht, d)
             db = dbs[entry[1][0]]
             key = entry[1][1]
             if HASH_SWAPPED:

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import redis
 
+from respqueue.persistence.store import SCHEMA_VERSION
+
 from .servers import env_var, start_redis
 from .test_persistence import Node, snapshot
 
@@ -293,7 +295,7 @@ def test_version_4_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         n.start()
         assert snapshot(n.r) == before
         n.r.save()
-        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("7",)]
+        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [(str(SCHEMA_VERSION),)]
         assert rows(n, "SELECT count(*) FROM list_items") == [(0,)]
         assert rows(n, "SELECT key FROM zset_members") == [(b"bull:w:completed",)]
         assert rows(n, "SELECT count(*) FROM keys WHERE state = CAST('bull:w:wait' AS BLOB)") == [(300,)]
@@ -331,7 +333,7 @@ def test_version_5_store_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         n.start()
         assert snapshot(n.r) == before
         n.r.save()
-        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("7",)]
+        assert rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [(str(SCHEMA_VERSION),)]
         assert rows(n, "SELECT count(*) FROM keys WHERE state = CAST('bull:w:wait' AS BLOB)") == [(200,)]
         assert rows(n, "SELECT lock FROM keys WHERE key = CAST('bull:w:3' AS BLOB)") == [(None,)]
         n.r.lmove("bull:w:wait", "bull:w:active", "LEFT", "LEFT")  # job 0 active, then locked

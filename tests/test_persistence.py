@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from respqueue.persistence.codec import CHUNK_MAX, LIST_COMPACT_MAX
+from respqueue.persistence.store import SCHEMA_VERSION
 
 from .servers import ROOT, env_var, free_port, start_respqueue
 
@@ -465,8 +466,9 @@ def test_store_is_plain_sqlite(node: Node) -> None:
     conn = sqlite3.connect(os.path.join(node.datadir, "respqueue.db"))
     try:
         # version 3: small hashes are one row (version 4: small lists too, streams in chunks; 5: large strings in
-        # chunks; 6: a keys row may carry a BullMQ job's state and score; 7: the job history in chunks)
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("7",)
+        # chunks; 6: a keys row may carry a BullMQ job's state and score; 7: the job history in chunks; 8: a
+        # small hash of a store shape packed with its shape's number)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("8",)
         typ, blob = conn.execute("SELECT type, value FROM keys WHERE key=?", (b"h",)).fetchone()
         assert typ == "hash"
         assert msgpack.unpackb(blob, raw=True) == [False, {b"f": b"v"}]
@@ -613,7 +615,7 @@ def test_version_2_store_with_field_rows_loads() -> None:
         r.hset("h", "c", "3")  # journaled as rows, as the store holds it
         r.save()
         conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("7",)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
         assert conn.execute("SELECT count(*) FROM hash_fields").fetchone() == (3,)
         conn.close()
         r.close()
@@ -865,7 +867,7 @@ def test_version_3_stream_rows_load_and_become_chunks() -> None:
         r.xadd("old", {"f": "4"}, id="4-0")
         r.save()
         conn = sqlite3.connect(os.path.join(d, "respqueue.db"))
-        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("7",)
+        assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
         assert conn.execute("SELECT key, count(*) FROM stream_entries GROUP BY key").fetchall() == [(b"kept", 3)]
         # the XDEL's commit rewrote it whole (one chunk), the XADD's appended one
         assert conn.execute("SELECT count(*) FROM stream_chunks WHERE key=?", (b"old",)).fetchone() == (2,)

@@ -40,7 +40,7 @@ import msgpack
 
 from ..types.hash import MAX_LISTPACK_ENTRIES as HASH_MAX_ENTRIES
 from ..types.hash import MAX_LISTPACK_VALUE as HASH_MAX_VALUE
-from ..types.hash import ColdHash, Hash
+from ..types.hash import ColdHash, Hash, pack_small
 from ..types.list import List
 from ..types.set import Set
 from ..types.stream import Consumer, Group, Nack, Stream
@@ -111,7 +111,7 @@ def hash_blob(v: Hash) -> bytes | None:
     """The one-row form of hash ``v`` (``keys.value``), or None when it is stored a row per field."""
     blob = v.packed()
     if blob is None and (len(v) <= COMPACT_MAX_FIELDS or not v.ht):
-        blob = _pack(v.state())
+        blob = pack_small(v.ht, v.d)  # (with its store shape's number when it has one)
         if len(blob) > COMPACT_MAX_BYTES and v.ht:
             blob = None
     return blob

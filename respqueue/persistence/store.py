@@ -19,6 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgpack
+
+from ..types import hash as hash_types
 from . import writer as _writer
 from .writer import HEADER, WRITER_LOCK, open_connection, run_batch
 from .writer import frame_parts as writer_frame_parts
@@ -31,7 +34,7 @@ WRITERS = ("process", "thread")
 
 PIPE_SIZE = 1 << 20  # the batches' pipe to the writer process (Linux's default pipe-max-size)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 DB_FILE = "respqueue.db"
 LOCK_FILE = "respqueue.lock"
 
@@ -97,12 +100,17 @@ _SCHEMA_V6 = [
 # version 7: the job history in chunks (compat/history_schema.py registers its statements and an upgrade that
 # renames the row-per-event tables of earlier versions); nothing of the core's own changes
 _SCHEMA_V7: list[str] = []
+# version 8: a small hash of a store shape (types/hash.py, registered by a plug-in: compat's BullMQ job hashes)
+# is keys.value = msgpack [hashtable?, shape number, value, ...]; the store records its shapes, in number
+# order, in its meta row 'hash_shapes' (msgpack [[field, ...], ...]; see sync_shapes). Rows of version 7 (names)
+# stay valid; an earlier release, which could not read the new form, refuses the file
+_SCHEMA_V8: list[str] = []
 
 # version -> statements that bring a store from version-1 to version
 # version 3: a small hash may be one row, keys.value = msgpack [hashtable?, {field: value}]
 # (rows of version 2, keys.value NULL + hash_fields, stay valid: nothing to convert)
 MIGRATIONS: dict[int, list[str]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: [], 4: _SCHEMA_V4, 5: _SCHEMA_V5, 6: _SCHEMA_V6,
-                                     7: _SCHEMA_V7}
+                                     7: _SCHEMA_V7, 8: _SCHEMA_V8}
 #: tables registered by plug-ins (register_schema): repair copies them when the old file has them
 REGISTERED_TABLES: list[str] = []
 #: name -> (schema version, statements, tables) of each registered schema
@@ -510,6 +518,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         )
     if v == SCHEMA_VERSION:
         _ensure_registered(conn)
+        sync_shapes(conn, path)
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -526,6 +535,32 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         conn.execute("ROLLBACK")
         raise
     _ensure_registered(conn)
+    sync_shapes(conn, path)
+
+
+def sync_shapes(conn: sqlite3.Connection, path: str) -> None:
+    """The store's small-hash shapes (meta 'hash_shapes') and this process's (types/hash.py) agree: the
+    store records the ones registered here that it lacks, and a store that records more (written with a
+    plug-in not loaded here, e.g. by a tool) has them registered here, so its rows read back; shapes that
+    differ under one number are a StoreError (the rows could not be read as written)."""
+    row = conn.execute("SELECT value FROM meta WHERE name='hash_shapes'").fetchone()
+    stored = [tuple(x) for x in msgpack.unpackb(row[0], raw=True)] if row is not None else []
+    mine = hash_types.store_shapes()
+    n = min(len(stored), len(mine))
+    if stored[:n] != mine[:n]:
+        raise StoreError(f"{path}: its small-hash shapes (meta 'hash_shapes') differ from this respqueue's; "
+                         "it was written by an incompatible build")
+    if len(stored) > len(mine):
+        hash_types.register_store_shapes(stored)
+    elif len(mine) > len(stored):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES('hash_shapes', ?)",
+                         (msgpack.packb([list(x) for x in mine], use_bin_type=True),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
 
 def check(directory: str) -> tuple[bool, str]:

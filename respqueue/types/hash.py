@@ -272,7 +272,7 @@ class PackedHash(Hash):
         # only reached while ``d``/``ht`` are unset
         if name != "d" and name != "ht":
             raise AttributeError(name)
-        ht, d = msgpack.unpackb(self._blob, raw=True)
+        ht, d = decode_small(self._blob)
         self.d = d
         self.ht = bool(ht)
         self._blob = None
@@ -282,18 +282,78 @@ class PackedHash(Hash):
         return d if name == "d" else self.ht
 
 
-# Shapes of cold hashes: a hash's field names in order, as a tuple, numbered the first time one goes cold.
-# A cold hash packs the number of its shape instead of its names (a BullMQ job's six names: one byte instead
-# of ~40). Only memory holds that form (ColdHash.of): the store's rows keep the names. At most SHAPES_MAX
-# shapes are numbered (a hash of another shape after that is packed in the store's form), so a workload of
-# ever new field names cannot grow the table without bound.
+# Shapes of small hashes: a hash's field names in order, as a tuple, packed as a number instead of its names
+# (a BullMQ job's six names: one byte instead of ~40), msgpack ``[hashtable?, shape, value, ...]``.
+# * Store shapes (numbers 0 to STORE_SHAPES_MAX - 1) are registered by a plug-in at import
+#   (register_store_shapes: compat registers BullMQ's job hashes) and recorded in the store (its meta row
+#   ``hash_shapes``, persistence/store.py): a small hash of such a shape is stored in that form too, and
+#   a cold one keeps its row's bytes as they are.
+# * Other shapes are numbered the first time a hash of theirs goes cold (from STORE_SHAPES_MAX on), in memory
+#   only: the store's rows keep their names (``[hashtable?, {field: value}]``). At most SHAPES_MAX of them
+#   (a hash of another shape after that is packed with its names), so a workload of ever new field names
+#   cannot grow the table without bound.
 SHAPES_MAX = 4096
-_SHAPES: list[tuple[bytes, ...]] = []
-_SHAPE_NO: dict[tuple[bytes, ...], int] = {}
+STORE_SHAPES_MAX = 128  # (so that a store shape's number is one byte of msgpack)
+_STORE_SHAPES: list[tuple[bytes, ...]] = []
+_SHAPES: list[tuple[bytes, ...]] = []  # the memory-only ones
+_SHAPE_NO: dict[tuple[bytes, ...], int] = {}  # names -> number (a store shape's when it is one)
+_STORE_NO: dict[tuple[bytes, ...], int] = {}  # names -> number, store shapes only
+_BY_NO: dict[int, tuple[bytes, ...]] = {}  # number -> names, both kinds
 _pack = msgpack.Packer(use_bin_type=True).pack
 _unpack = msgpack.unpackb
-_STORED = 0x92  # first byte of the store's form: msgpack fixarray of 2, [hashtable?, {field: value}] (the
-# cold form has 3 elements or more)
+_STORED = 0x92  # first byte of the names form: msgpack fixarray of 2, [hashtable?, {field: value}] (the
+# shape form has 3 elements or more)
+
+
+def store_shapes() -> list[tuple[bytes, ...]]:
+    """The store shapes registered so far, in number order."""
+    return list(_STORE_SHAPES)
+
+
+def register_store_shapes(shapes: Iterable[tuple[bytes, ...]]) -> None:
+    """Make ``shapes`` the store shapes, numbered in their order: the same list each time (a plug-in at
+    import, a store's recorded table at its open), or one that extends the registered list; anything else
+    would renumber what stores hold: ValueError."""
+    new = [tuple(s) for s in shapes]
+    n = len(_STORE_SHAPES)
+    if new[:n] != _STORE_SHAPES[: len(new)]:
+        raise ValueError("hash store shapes differ from the ones registered (their numbers are stored)")
+    if len(new) > STORE_SHAPES_MAX or len(set(new)) != len(new) or any(not s for s in new):
+        raise ValueError(f"hash store shapes: at most {STORE_SHAPES_MAX} different, non-empty tuples")
+    for no in range(n, len(new)):
+        names = new[no]
+        _STORE_SHAPES.append(names)
+        _STORE_NO[names] = _SHAPE_NO[names] = no  # (a memory-only number it had stays readable)
+        _BY_NO[no] = names
+
+
+def pack_small(ht: bool, d: dict[bytes, bytes]) -> bytes:
+    """The store's form of a small hash (``keys.value``): with its store shape's number when it has one,
+    else with its names."""
+    no = _STORE_NO.get(tuple(d))
+    if no is not None:
+        return _pack([ht, no, *d.values()])  # type: ignore[no-any-return]
+    return _pack([ht, d])  # type: ignore[no-any-return]
+
+
+def decode_small(b: bytes) -> tuple[bool, dict[bytes, bytes]]:
+    """(hashtable?, {field: value}) of a small hash packed in either form."""
+    if b[0] == _STORED:
+        ht, d = _unpack(b, raw=True)
+        return ht, d
+    it = iter(_unpack(b, raw=True))
+    ht = next(it)
+    return ht, dict(zip(_BY_NO[next(it)], it, strict=True))
+
+
+def _store_form(b: bytes) -> bool:
+    """Whether the packed small hash ``b`` is in a form the store keeps: with its names, or a store shape's
+    number (one byte of msgpack, a positive fixint, after the array's header and the hashtable flag)."""
+    h = b[0]
+    if h == _STORED:
+        return True
+    i = 2 if h <= 0x9F else 4 if h == 0xDC else 6
+    return b[i] < STORE_SHAPES_MAX
 
 
 class ColdHash(bytes):
@@ -301,10 +361,11 @@ class ColdHash(bytes):
 
     A waiting BullMQ job untouched for ``--hash-compact-delay`` is one of these (respqueue/coldhash.py), as
     is every small hash loaded from the store: ~16 bytes over its blob, where a :class:`PackedHash` is an
-    80-byte object beside a separate bytes object. Two forms, told apart by the first byte: the store's,
-    msgpack ``[hashtable?, {field: value}]`` (:meth:`Hash.state`, what a loaded hash is), and the one
-    compaction makes (:meth:`of`), msgpack ``[hashtable?, shape, value, ...]``, ``shape`` the number of its
-    tuple of field names (``_SHAPES``): ~40 bytes less for a BullMQ job. It is never handed to a command:
+    80-byte object beside a separate bytes object. Two forms, told apart by the first byte: with names,
+    msgpack ``[hashtable?, {field: value}]`` (:meth:`Hash.state`), and with a shape, msgpack
+    ``[hashtable?, shape, value, ...]``, ``shape`` the number of its tuple of field names (see the shapes
+    above): ~40 bytes less for a BullMQ job. A loaded hash is its row's bytes (a store shape's, or names,
+    recoded in the background); compaction makes the shape form (:meth:`of`). It is never handed to a command:
     ``Database.lookup`` and ``lookup_type`` turn it into a plain :class:`Hash` first (``Database.thaw``), and
     the few readers of ``Database.data`` itself thaw it or read it through the methods below. A bytes
     subclass: ``type(v) is bytes`` (a string) is False for it; ``len()`` is its blob's length, not the
@@ -320,10 +381,11 @@ class ColdHash(bytes):
         names = tuple(d)
         no = _SHAPE_NO.get(names)
         if no is None:
-            if len(_SHAPES) >= SHAPES_MAX or not names:  # (no field: [ht, no] would read as the store's form)
+            if len(_SHAPES) >= SHAPES_MAX or not names:  # (no field: [ht, no] would read as the names form)
                 return cls(_pack([ht, d]))
-            no = _SHAPE_NO[names] = len(_SHAPES)
+            no = _SHAPE_NO[names] = STORE_SHAPES_MAX + len(_SHAPES)
             _SHAPES.append(names)
+            _BY_NO[no] = names
         return cls(_pack([ht, no, *d.values()]))
 
     def fields(self) -> tuple[bool, dict[bytes, bytes]]:
@@ -333,7 +395,7 @@ class ColdHash(bytes):
             return ht, d
         it = iter(_unpack(self, raw=True))
         ht = next(it)
-        return ht, dict(zip(_SHAPES[next(it)], it, strict=True))
+        return ht, dict(zip(_BY_NO[next(it)], it, strict=True))
 
     def thawed(self) -> Hash:
         """A new plain :class:`Hash` with the fields (not put in the keyspace: see ``Database.thaw``)."""
@@ -348,11 +410,11 @@ class ColdHash(bytes):
         return h
 
     def stored(self) -> bytes:
-        """The store's form (a one-row hash's ``keys.value``)."""
-        if self[0] == _STORED:
+        """The store's form (a one-row hash's ``keys.value``): itself unless its shape is memory-only."""
+        if _store_form(self):
             return bytes(self)
         ht, d = self.fields()
-        return _pack([ht, d])
+        return _pack([ht, d])  # type: ignore[no-any-return]
 
     # read-only views for the keyspace's direct readers (metrics, dashboard, maxmemory's estimate)
     def get(self, field: bytes) -> bytes | None:
