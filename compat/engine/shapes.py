@@ -6,7 +6,7 @@ repeat or a job scheduler) and ``deid`` (deduplicated) when they apply; taking t
 (``pb``, the worker's name, when it has one) and ``ats``; finishing it adds ``atm returnvalue finishedOn`` or
 ``failedReason stacktrace atm finishedOn``. Registered as store shapes, such a hash is packed with its
 shape's number instead of its ~40 bytes of names, in memory and in its store row alike, so a cold job keeps
-its row's bytes as they are (docs/STORAGE.md, "Small hashes").
+its row's bytes as they are (docs/STORAGE.md, "Small hashes by shape").
 
 The numbers are stored: this list is only ever appended to (tests/test_hash_shapes.py pins it).
 """
