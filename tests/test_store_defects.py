@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis
 
-from respqueue.persistence.store import STRING_CHUNK
+from respqueue.persistence.store import SCHEMA_VERSION, STRING_CHUNK
 
 from .servers import ROOT, RawConn, free_port
 from .test_native_scripts import ADD_KEYS, add_args
@@ -388,7 +388,7 @@ def test_store_of_schema_version_4_loads_and_is_rewritten_in_chunks_on_change() 
     n.start()
     try:
         assert n.r.get("big") == big and n.r.get("other") == big[::-1] and n.r.get("small") == b"v"
-        assert _rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [("7",)]
+        assert _rows(n, "SELECT value FROM meta WHERE name = 'schema_version'") == [(str(SCHEMA_VERSION),)]
         assert n.r.append("big", b"!") == len(big) + 1
         n.r.save()
         assert _rows(n, "SELECT typeof(value), value FROM keys WHERE key = CAST('big' AS BLOB)") == [

@@ -390,12 +390,7 @@ class ColdHash(bytes):
 
     def fields(self) -> tuple[bool, dict[bytes, bytes]]:
         """(hashtable?, {field: value}) in the hash's order."""
-        if self[0] == _STORED:
-            ht, d = _unpack(self, raw=True)
-            return ht, d
-        it = iter(_unpack(self, raw=True))
-        ht = next(it)
-        return ht, dict(zip(_BY_NO[next(it)], it, strict=True))
+        return decode_small(self)
 
     def thawed(self) -> Hash:
         """A new plain :class:`Hash` with the fields (not put in the keyspace: see ``Database.thaw``)."""
