@@ -202,13 +202,9 @@ class Hash(Journaled):
         return self._ix.scan(cursor, count)  # type: ignore[union-attr]
 
     # ---- persistence -------------------------------------------------------
-    def state(self) -> list[object]:
-        """``[hashtable?, {field: value}]``: what the store keeps of a small hash (not a copy)."""
-        return [self.ht, self.d]
-
     @classmethod
     def from_blob(cls, blob: bytes) -> Hash:
-        """A hash whose packed :meth:`state` is ``blob``, unpacked when it is first used.
+        """A hash whose packed form (:func:`pack_small`) is ``blob``, unpacked when it is first used.
 
         1M waiting BullMQ jobs load as 1M small objects holding their bytes; a job's fields
         become a dict only when something reads or changes it."""
@@ -362,7 +358,7 @@ class ColdHash(bytes):
     A waiting BullMQ job untouched for ``--hash-compact-delay`` is one of these (respqueue/coldhash.py), as
     is every small hash loaded from the store: ~16 bytes over its blob, where a :class:`PackedHash` is an
     80-byte object beside a separate bytes object. Two forms, told apart by the first byte: with names,
-    msgpack ``[hashtable?, {field: value}]`` (:meth:`Hash.state`), and with a shape, msgpack
+    msgpack ``[hashtable?, {field: value}]``, and with a shape, msgpack
     ``[hashtable?, shape, value, ...]``, ``shape`` the number of its tuple of field names (see the shapes
     above): ~40 bytes less for a BullMQ job. A loaded hash is its row's bytes (a store shape's, or names,
     recoded in the background); compaction makes the shape form (:meth:`of`). It is never handed to a command:
