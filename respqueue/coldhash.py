@@ -27,12 +27,10 @@ import time
 from collections import deque
 from typing import Any
 
-import msgpack
-
 from .events import HASH_SWAPPED
 from .persistence.codec import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the one-row hashes of the generic rows
 from .types import hash as hash_mod
-from .types.hash import _STORED, ColdHash, Hash, PackedHash
+from .types.hash import _STORED, ColdHash, Hash, PackedHash, pack_small
 
 SLICE_S = 0.008  # at most this much compaction work per cron tick
 # ... or this much while it lags (its oldest due bucket more than twice the delay old): the hot hashes of a
@@ -46,7 +44,6 @@ _ORPHAN_REFS = 4
 # ... and the keyspace, in _compact (its argument and the call's): nothing else holds it
 _SOLE_REFS = 6
 _refs = sys.getrefcount
-_pack = msgpack.Packer(use_bin_type=True).pack
 
 
 class ColdHashes:
@@ -192,7 +189,7 @@ class ColdHashes:
                 for fn in HASH_SWAPPED:
                     fn(db, key, cold, h)
         if blob is None or type(blob) is not bytes:
-            blob = _pack([h.ht, d])  # (a PackedHash holds the store's form: the journal may write it)
+            blob = pack_small(h.ht, d)  # (a PackedHash holds the store's form: the journal may write it)
         h._blob = blob
         del h.d
         del h.ht
