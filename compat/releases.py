@@ -48,8 +48,9 @@ DEFAULT_OUT = os.path.join(ROOT, "compat", "script_table.py")
 
 #: scripts whose layout also records what their hot paths do (the scripts with native implementations or
 #: candidates for one): the events they XADD, their hash writes and reads, and which helpers call which
-HELPERS_FOR = frozenset({"addStandardJob", "addPrioritizedJob", "addDelayedJob", "moveToActive", "moveToFinished",
-                         "moveToDelayed", "extendLocks", "moveStalledJobsToWait"})
+HELPERS_FOR = frozenset({"addStandardJob", "addPrioritizedJob", "addDelayedJob", "addParentJob", "moveToActive",
+                         "moveToFinished", "moveToDelayed", "extendLock", "extendLocks", "moveStalledJobsToWait",
+                         "retryJob", "promote", "getCounts", "isFinished", "changePriority"})
 
 _NODE_READ = (
     "const fs=require('fs'),path=require('path');const d=path.resolve(process.argv[1]);const out={};"
