@@ -459,6 +459,10 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
                     lay["calls"] = call_graph(text)
                     lay["score_ranges"] = score_ranges(text)
                     lay["main"] = main_sequence(text)
+                    lay["dels"] = sorted({"|".join(" ".join(a.split()) for a in args)
+                                          for _c, args in _call_args(_code(text), "DEL")})
+                    lay["zadds"] = sorted({"|".join(" ".join(a.split()) for a in args)
+                                           for _c, args in _call_args(_code(text), "ZADD")})
                     lay["counts"] = sorted({"|".join([c] + [" ".join(a.split()) for a in args])
                                             for c, args in _call_args(_code(text), "SCARD|ZCARD")})
                 lid = layout_id(name, lay)
@@ -470,7 +474,7 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
     return table, layouts
 
 
-INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls", "score_ranges", "counts", "main")
+INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls", "score_ranges", "counts", "main", "dels", "zadds")
 
 
 def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:

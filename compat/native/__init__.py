@@ -21,16 +21,16 @@ Implemented:
   do not exist yet, LIFO/FIFO, repeat job key. Lua: parent/child jobs,
   deduplication, duplicated ids. A run of its EVALSHAs (addBulk: a pipeline, or MULTI/EXEC) goes
   through its run form, ``AddRun`` (one set of queue checks per run; see compat/scripts.NativeRun).
-* addPrioritizedJob (npm 5.9+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
+* addPrioritizedJob (npm 5.0+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
   going to the prioritized zset (INCR pc, ZADD with priority * 2^32 + counter); integral
   priorities up to 2^21 and a counter below 2^32-1 (Lua otherwise).
-* addDelayedJob (npm 5.34+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
+* addDelayedJob (npm 5.0+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
   going to the delayed zset (getDelayedScore's same-millisecond slot, the delayed event,
   the marker at the next delayed timestamp); integral timestamps and delays (Lua otherwise).
 * moveToActive (npm 5.0+, 6.x; PyPI 2.13+, 3.x; the older releases' differences as ``MtaVariant``s): wait ->
   active and prioritized -> active, paused/maxed queues, the next-delayed timestamp. Lua: rate limiting,
   delayed jobs due for promotion, legacy ``0:`` markers in wait.
-* moveToFinished (npm 5.9+, 6.x; PyPI 2.13+, 3.x; ``MtfVariant``s): completed/failed, keepJobs count -1/0/absent, with or without
+* moveToFinished (npm 5.0+, 6.x; PyPI 2.13+, 3.x; ``MtfVariant``s): completed/failed, keepJobs count -1/0/absent, with or without
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).

@@ -24,10 +24,26 @@ def _accept_delayed(numkeys: int, lay: dict[str, Any]) -> Any:
         return None
     pos, rjk, calls = got
     need = {"main>addDelayedJob", "addDelayedJob>getDelayedScore", "addDelayedJob>addDelayMarkerIfNeeded"}
-    if not need <= calls or not _writes_events(lay, ("event|added|jobId|?|name|?", "event|delayed|jobId|?|delay|?")):
+    inline = {"main>storeJob", "main>getDelayedScore", "main>addDelayMarkerIfNeeded"}  # before 5.34: the same
+    # calls, made by the main code itself
+    old = {"main>storeJob", "main>isQueuePaused", "main>addDelayMarkerIfNeeded"}  # before 5.8: see AddVariant
+    if need <= calls or inline <= calls and not calls & {"main>addDelayedJob"}:
+        old_delay = False
+    elif old <= calls and not calls & {"main>addDelayedJob", "main>getDelayedScore"}:
+        old_delay = True
+    else:
+        return None
+    if not _writes_events(lay, ("event|added|jobId|?|name|?", "event|delayed|jobId|?|delay|?")):
+        return None
+    zadds = lay.get("zadds", ())
+    if 'markerKey|nextTimestamp|"1"' in zadds:
+        member = b"1"
+    elif 'markerKey|nextTimestamp|"0"' in zadds:
+        member = b"0"  # 5.0.0
+    else:
         return None
     v = AddVariant(-1, -1, pos["meta"], pos["id"], None, pos["events"], pos["marker"], numkeys, rjk, False,
-                   False, delayed=pos["delayed"])
+                   False, delayed=pos["delayed"], old_delay=old_delay, delay_marker=member)
     return True if v == DELAYED_V6 else v
 
 

@@ -17,14 +17,21 @@ _PRIO_KEY_ROLES = {"marker": "marker", "meta": "meta", "id": "id", "prioritized"
 
 def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
     """addPrioritizedJob's native path (the addStandardJob implementation with a prioritized variant): the
-    releases whose keys name the roles it uses and whose main code checks isQueuePausedOrMaxed (5.9+)."""
-    got = add_layout(numkeys, lay, _PRIO_KEY_ROLES, {"marker", "meta", "id", "prioritized", "active", "events", "pc"})
+    releases whose keys name the roles it uses, checking isQueuePausedOrMaxed (5.9+) or, without the active
+    key, isQueuePaused (before)."""
+    got = add_layout(numkeys, lay, _PRIO_KEY_ROLES, {"marker", "meta", "id", "prioritized", "events", "pc"})
     if got is None:
         return None
     pos, rjk, calls = got
-    if not _writes_events(lay, _ADD_EVENTS) or not {"main>isQueuePausedOrMaxed", "main>addJobWithPriority"} <= calls:
+    if not _writes_events(lay, _ADD_EVENTS) or "main>addJobWithPriority" not in calls:
         return None
-    v = AddVariant(-1, -1, pos["meta"], pos["id"], pos["active"], pos["events"], pos["marker"], numkeys, rjk,
+    if "main>isQueuePausedOrMaxed" in calls and "active" in pos:
+        active = pos["active"]
+    elif "main>isQueuePaused" in calls and "active" not in pos:
+        active = None  # before 5.9: HEXISTS meta paused, no concurrency limit (and no active key)
+    else:
+        return None
+    v = AddVariant(-1, -1, pos["meta"], pos["id"], active, pos["events"], pos["marker"], numkeys, rjk,
                    False, False, prio=pos["prioritized"], pc=pos["pc"])
     return True if v == PRIO_V6 else v
 

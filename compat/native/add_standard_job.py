@@ -74,6 +74,9 @@ class AddVariant(NamedTuple):
     prio: int | None = None  # addPrioritizedJob: the prioritized zset's and the priority counter's positions
     pc: int | None = None
     delayed: int | None = None  # addDelayedJob: the delayed zset's position
+    old_delay: bool = False  # addDelayedJob before 5.8: score (ts + delay) * 4096 + (id counter & 0xfff), the
+    # marker only when the queue is not paused (HEXISTS meta paused)
+    delay_marker: bytes = b"1"  # the marker's member for the next delayed timestamp (5.0.0: "0")
 
 
 ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
@@ -150,6 +153,22 @@ def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[in
                 raise Bail("delayed score")
             return (hi if cur >= hi else int(cur) + 1), when
     return lo, when
+
+
+def _old_delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any, counter: int) -> tuple[int, int]:
+    """addDelayedJob's score before 5.8 (no same-millisecond slot search): (score, delayed timestamp, 0
+    without a delay); Bail unless exact."""
+    ts = int(ts) if type(ts) is float and ts.is_integer() else ts
+    delay = int(delay) if type(delay) is float and delay.is_integer() else delay
+    if type(ts) is bytes:
+        ts = str2int(ts) if _INT_RE.match(ts) else None
+    if type(ts) is not int or type(delay) is not int or delay < 0:
+        raise Bail("delayed timestamp")
+    when = ts + delay if delay > 0 else 0
+    if not 0 <= when <= _MAX_DELAYED_TS:
+        raise Bail("delayed timestamp")
+    _check(db, delayed_key, ZSet)
+    return when * 0x1000 + (counter & 0xFFF), when
 
 
 def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes]) -> tuple[Any, ...]:
@@ -235,7 +254,10 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         if not isinstance(job, Hash):
             raise Bail("job key type")
     _check_stream(db, events_key)
-    if v.delayed is not None:
+    if v.old_delay:
+        dscore, dwhen = _old_delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0, counter)
+        _check(db, marker_key, ZSet)
+    elif v.delayed is not None:
         dscore, dwhen = _delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0)
         _check(db, marker_key, ZSet)
     elif v.prio is not None:
@@ -269,6 +291,16 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         hm += [b"rjk", rjk]
     call(HMSET, hm)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
+    if v.old_delay:
+        delayed_key = keys[v.delayed]
+        call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
+        _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                         b"delay", b"%d" % dwhen])
+        if call(HEXISTS, [b"HEXISTS", meta_key, b"paused"]) != 1:
+            nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+            if len(nxt) >= 2:
+                call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), v.delay_marker])
+        return job_id
     if v.delayed is not None:
         # addDelayedJob: getDelayedScore (computed above; nothing wrote the delayed zset since), ZADD, the
         # delayed event, and the marker at the next delayed timestamp
@@ -281,7 +313,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
                          b"delay", b"%d" % dwhen])
         nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
         if len(nxt) >= 2:
-            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), b"1"])
+            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), v.delay_marker])
         return job_id
     meta = db.lookup(meta_key)
     if active_key is None:

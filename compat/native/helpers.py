@@ -374,8 +374,10 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any, signal: bool = True) -> 
 
 
 def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
-                 token: bytes, lock_ms: bytes | None, worker: bytes | None, marker: bool = True) -> list[Any]:
-    """prepareJobForProcessing without rate limiting (``marker``: it re-adds the marker, 5.28+)."""
+                 token: bytes, lock_ms: bytes | None, worker: bytes | None, marker: bool = True,
+                 prepare: str = "hmset") -> list[Any]:
+    """prepareJobForProcessing without rate limiting (``marker``: it re-adds the marker, 5.28+; ``prepare``:
+    how it writes the job hash, as moveToActive's ``MtaVariant.prepare`` says)."""
     call = ctx.call
     job_key = prefix + job_id
     db = ctx.db
@@ -395,6 +397,15 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
             heappush(db.expire_heap, (when, lock_key))
             db.modified(lock_key, created)
             ctx.done.append(SET)  # type: ignore[union-attr]
+    if prepare != "hmset":  # 5.0-5.6: HSET pb (5.3+) before the event, HSET processedOn after it
+        if prepare == "hset" and worker is not None:
+            call(HSET, [b"HSET", job_key, b"pb", worker])
+        call(XADD, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
+        call(HSET, [b"HSET", job_key, b"processedOn", ts])
+        call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
+        if marker:
+            _zadd_marker(ctx, marker_key)
+        return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
     h = unpacked(db.lookup(job_key))  # a job that waited long is packed (respqueue/coldhash.py)
     # HMSET processedOn [pb], HINCRBY ats: one signal for the two inline writes to the job hash

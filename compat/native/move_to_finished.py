@@ -16,6 +16,7 @@ from respqueue.types.zset import ZSet
 
 from ..scripts import Bail, Ctx, native
 from .helpers import (
+    _BOUND_AT,
     _BOUND_BELOW,
     _EXACT,
     _INT64_MAX,
@@ -27,6 +28,7 @@ from .helpers import (
     EXISTS,
     GET,
     HDEL,
+    HEXISTS,
     HGET,
     HMGET,
     HMSET,
@@ -159,6 +161,10 @@ _MTF_FINISH_HMSET = "HMSET|?|?|finishedOn|?"
 _MTF_UNSUCCESSFUL = 'ZCARD|jobIdKey .. ":unsuccessful"'
 
 
+#: the keys deleted with a job removed on completion (removeJobKeys, 5.42+)
+_REMOVED = (b":logs", b":dependencies", b":processed", b":failed", b":unsuccessful")
+
+
 class MtfVariant(NamedTuple):
     """What moveToFinished's releases do differently on the native path.
 
@@ -170,9 +176,13 @@ class MtfVariant(NamedTuple):
     with ``prev active`` (5.44+). ``failed_deps``: a failing job's dependencies are checked too (before
     5.44, the releases whose event has no ``prev``). ``lock_first``: the lock is removed before the
     dependencies are counted (before 5.45). ``marker``: a fetched job re-adds the marker (5.28+). ``attrs``:
-    the job fields read after the lock's removal (before 5.11 no ``deid``)."""
+    the job fields read after the lock's removal (before 5.11 no ``deid``). ``meta`` None: the fetch reads
+    ``HEXISTS meta paused`` (before 5.9). ``bound_below`` and ``prepare`` as for moveToActive's
+    :class:`~compat.native.move_to_active.MtaVariant`. ``removed``: the job key suffixes a finished job
+    removed at once deletes with it (5.42+: 5 of them; before 5.42: no ``:unsuccessful``; before 5.2: logs
+    and processed)."""
 
-    meta: tuple[bytes, ...]
+    meta: tuple[bytes, ...] | None
     pending: str
     hmset: bool
     hdel_defa: bool
@@ -181,6 +191,9 @@ class MtfVariant(NamedTuple):
     lock_first: bool = False
     marker: bool = True
     attrs: tuple[bytes, ...] = (b"parentKey", b"parent", b"deid")
+    bound_below: bool = True
+    prepare: str = "hmset"
+    removed: tuple[bytes, ...] = _REMOVED
 
 
 MTF_V6 = MtfVariant(_META4, "both", False, True)
@@ -199,7 +212,7 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
         return None
     opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
     calls = set(lay.get("calls", ()))
-    if not opts <= _MTF_OPT_NAMES or "name" not in opts:
+    if not opts <= _MTF_OPT_NAMES:
         return None
     if _writes_events(lay, _MTF_EVENTS):
         prev = True
@@ -208,7 +221,14 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     else:
         return None
     writes = lay.get("hash_writes", ())
-    if _PREPARE_HASH not in writes or list(lay.get("score_ranges", ())) != [_BOUND_BELOW]:
+    ranges = list(lay.get("score_ranges", ()))
+    if ranges not in ([_BOUND_BELOW], [_BOUND_AT]):
+        return None
+    if _PREPARE_HASH in writes and "name" in opts:
+        prepare = "hmset"
+    elif "HSET|processedOn|?" in writes and ("HSET|pb|?" in writes) == ("name" in opts):
+        prepare = "hset" if "name" in opts else "nopb"  # before 5.7 / 5.3
+    else:
         return None
     if _MTF_FINISH_HASH in writes:
         hmset = False
@@ -218,30 +238,50 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
         return None
     if not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList", "main>getTargetQueueList"}:
         return None  # (before 5.73 the fetch is inline in the main code)
-    meta = _meta_variant(lay)
-    if meta is None:
-        return None
+    reads = lay.get("hash_reads", ())
+    if "HEXISTS|paused" in reads:
+        meta = None  # before 5.9
+    else:
+        meta = _meta_variant(lay)
+        if meta is None:
+            return None
+        meta = _META4 if meta is True else meta
     counts = lay.get("counts", ())
     if "HGET|igdp" in lay.get("hash_reads", ()):
         pending = "igdp"  # 5.47-5.51: the job's ignore-dependencies flag, read on every completion
     else:
         pending = "both" if _MTF_UNSUCCESSFUL in counts else "deps"
     main = lay.get("main", [])
-    if "removeLock" not in main or "SCARD" not in main:
+    lock = "removeLock" if "removeLock" in main else "GET"  # (before 5.7 the main code removes it itself)
+    if lock not in main or "SCARD" not in main:
         return None
-    lock_first = main.index("removeLock") < main.index("SCARD")
+    lock_first = main.index(lock) < main.index("SCARD")
     if lock_first and pending != "deps":
         return None
-    reads = lay.get("hash_reads", ())
     if "HMGET|parentKey|parent|deid" in reads:
         attrs = (b"parentKey", b"parent", b"deid")
     elif "HMGET|parentKey|parent" in reads:
         attrs = (b"parentKey", b"parent")
     else:
         return None
-    v = MtfVariant(_META4 if meta is True else meta, pending, hmset, "HDEL|defa" in writes, prev, not prev,
-                   lock_first, _PREPARE_MARKER in calls, attrs)
+    removed = _removed_keys(lay, "main>removeJobKeys" in calls)
+    if removed is None:
+        return None
+    v = MtfVariant(meta, pending, hmset, "HDEL|defa" in writes, prev, not prev, lock_first,
+                   _PREPARE_MARKER in calls, attrs, ranges[0] == _BOUND_BELOW, prepare, removed)
     return True if v == MTF_V6 else v
+
+
+def _removed_keys(lay: dict[str, Any], helper: bool) -> tuple[bytes, ...] | None:
+    """The suffixes of the keys deleted with a job removed on completion: the DEL of removeJobKeys (``helper``)
+    or of the main code (before 5.2), as the layout's ``dels`` record them."""
+    var = "jobKey" if helper else "jobIdKey"
+    for d in lay.get("dels", ()):
+        parts = d.split("|")
+        if parts[0] == var and len(parts) > 1 and all(p.startswith(var + " .. '") and p.endswith("'")
+                                                     for p in parts[1:]):
+            return tuple(p[len(var) + 5 : -1].encode() for p in parts[1:])
+    return None
 
 
 @native("moveToFinished", _accept_mtf)
@@ -330,7 +370,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
         if limiter:
             raise Bail("rate limiter")
         _check(db, marker_key, ZSet)
-        upto = (float(ts) + 1) * 0x1000 - 1
+        upto = (float(ts) + 1) * 0x1000 - (1 if variant.bound_below else 0)
         if delayed is not None:
             lo, hi = delayed.score_span(0.0, False, upto, False)
             if hi > lo:
@@ -417,8 +457,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
         if failed and variant.hdel_defa:
             call(HDEL, [b"HDEL", job_key, b"defa"])
     else:
-        call(DEL, [b"DEL", job_key, job_key + b":logs", job_key + b":dependencies", job_key + b":processed",
-                   job_key + b":failed", job_key + b":unsuccessful"])
+        call(DEL, [b"DEL", job_key, *[job_key + x for x in variant.removed]])
     if variant.prev:
         _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
     else:
@@ -428,11 +467,15 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
                     b"attemptsMade", b"%d" % attempts_made])
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
-        if done is None:
-            ctx.inline(HMGET, [b"HMGET", meta_key, *variant.meta])
+        if variant.meta is None:  # getTargetQueueList before 5.9: paused or not, no concurrency limit
+            ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])
+            paused_or_maxed = meta is not None and meta.get(b"paused") is not None
         else:
-            done.append(HMGET)
-        paused_or_maxed = _paused_or_maxed(call, limit, active_key)
+            if done is None:
+                ctx.inline(HMGET, [b"HMGET", meta_key, *variant.meta])
+            else:
+                done.append(HMGET)
+            paused_or_maxed = _paused_or_maxed(call, limit, active_key)
         # promoteDelayedJobs: nothing to promote (checked above), so the range is empty
         if done is None:
             # (upto: an integer below 2**53 for a whole-ms timestamp, which %.17g prints as %d)
@@ -458,7 +501,8 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
         else:
             nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
         if nid is not None:
-            return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker, variant.marker)
+            return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker, variant.marker,
+                                variant.prepare)
         delay = _next_delay_reply(call, delayed_key)
         if delay is not None:
             return delay
