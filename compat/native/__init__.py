@@ -12,7 +12,7 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and extendLocks). Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -34,6 +34,11 @@ Implemented:
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
+* extendLock (npm 5.0-6.x, PyPI 2.x-3.x) and extendLocks (npm 5.33+, 6.x; PyPI 2.13+, 3.x, both of its texts:
+  5.33-5.64's compares a missing lock with the token, later ones test for it first, the same for string
+  tokens): renewed, wrong token, missing lock, fewer tokens than ids. Lua: ids or tokens that are not
+  strings (or not msgpack lists), a lock or stalled key of another type, a duration SET would refuse, too
+  few arguments. Without a MONITOR client the renewals (SET PX, SREM) are made inline.
 """
 
 from __future__ import annotations
@@ -41,8 +46,16 @@ from __future__ import annotations
 from respqueue.commands.scripting import register_router
 
 from ..scripts import FALLBACK, open_run, run
-from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
+from . import (
+    add_delayed_job,
+    add_prioritized_job,
+    add_standard_job,
+    extend_lock,
+    move_to_active,
+    move_to_finished,
+)
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]
+__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "extend_lock", "move_to_active",
+           "move_to_finished"]

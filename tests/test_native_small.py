@@ -1,0 +1,271 @@
+"""Native extendLock / extendLocks / isFinished / getCounts / changePriority (compat/native/) against the Lua
+path as the oracle, for every installed release family (node 6.x, node 5.x, PyPI 3.x and 2.x).
+
+The harness is tests/test_native_scripts.py's: two real servers (Lua only, native on), the same EVALSHAs to
+both, every reply and the whole keyspace compared; INFO commandstats and MONITOR lines too. The script texts
+are read from the installed clients at test time (none is stored in the repository).
+``RESPQUEUE_BODIES=<dir>`` (a directory of ``<release>/<name>-<numkeys>.lua`` texts) adds every digest found
+there: the same scenarios for each release's own text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+import pytest
+import redis
+
+from .servers import ServerProcess, start_respqueue
+from .test_native_scripts import FAMILIES, Pair, Q, _monitored, dump, native_log_count, sha
+
+SMALL = ("extendLock", "extendLocks")
+
+
+def _bodies_sweep() -> dict[str, dict[str, bytes]]:
+    """One entry per distinct digest of each of SMALL in $RESPQUEUE_BODIES (named by its first release)."""
+    root = os.environ.get("RESPQUEUE_BODIES")
+    if not root or not os.path.isdir(root):
+        return {}
+    out: dict[str, dict[str, bytes]] = {}
+    seen: set[str] = set()
+    for rel in sorted(os.listdir(root)):
+        for f in sorted(os.listdir(os.path.join(root, rel))):
+            name = f.rsplit("-", 1)[0]
+            if name not in SMALL:
+                continue
+            with open(os.path.join(root, rel, f), "rb") as fh:
+                body = fh.read()
+            if sha(body) not in seen:
+                seen.add(sha(body))
+                out.setdefault(f"{rel}:{name}", {})[name] = body
+    return out
+
+
+CASES = {fam: b for fam, b in FAMILIES.items()} | _bodies_sweep()
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    lua = start_respqueue("--durability", "memory", "--native-scripts", "off", "--log-level", "debug")
+    nat = start_respqueue("--durability", "memory", "--native-scripts", "on", "--log-level", "debug")
+    yield lua, nat
+    lua.stop()
+    nat.stop()
+
+
+@pytest.fixture
+def pair(servers: tuple[ServerProcess, ServerProcess]) -> Iterator[Pair]:
+    p = Pair(*servers)
+    p.flush()
+    p.both("SCRIPT", "FLUSH")
+    yield p
+    p.close()
+
+
+def _ran(pair: Pair, name: str) -> int:
+    return native_log_count(pair.nat_srv, f"native {name}: ran")
+
+
+def _fell_back(pair: Pair, name: str) -> int:
+    return native_log_count(pair.nat_srv, f"native {name}: Lua fallback")
+
+
+def _body(case: str, name: str) -> bytes:
+    b = CASES[case].get(name)
+    if b is None:
+        pytest.skip(f"{case} has no {name}")
+    return b
+
+
+def _native(body: bytes) -> bool:
+    import compat.native  # noqa: F401  (registers the native implementations)
+    from compat.scripts import native_digests
+
+    return sha(body) in native_digests()
+
+
+def _stats(pair: Pair) -> list[dict[str, Any]]:
+    return [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+
+
+# ---- extendLock / extendLocks -------------------------------------------------------------------
+STALLED = Q + b"stalled"
+
+
+def _locks(pair: Pair, n: int, ttl: int = 30000) -> None:
+    """Jobs 1..n locked with token tok-<i>; the odd ones in the stalled set."""
+    for i in range(1, n + 1):
+        pair.both("SET", Q + b"%d:lock" % i, b"tok-%d" % i, "PX", ttl)
+    pair.both("SADD", STALLED, *[str(i) for i in range(1, n + 1, 2)])
+
+
+def _el_args(i: int, token: bytes | None = None, ms: Any = 45000) -> tuple[list[bytes], list[Any]]:
+    return [Q + b"%d:lock" % i, STALLED], [token if token is not None else b"tok-%d" % i, ms, str(i)]
+
+
+def _els_args(ids: list[Any], tokens: list[Any], ms: Any = 45000) -> tuple[list[bytes], list[Any]]:
+    return [STALLED], [Q, msgpack.packb(tokens), msgpack.packb(ids), ms]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_extend_lock(pair: Pair, case: str) -> None:
+    """extendLock: renewed (1, out of the stalled set, the new TTL), a wrong token, a missing lock (0);
+    and the bail cases (a lock or stalled key of another type, a duration SET refuses, too few arguments),
+    which the Lua path answers."""
+    body = _body(case, "extendLock")
+    assert _native(body), f"{case}: extendLock {sha(body)} runs on Lua"
+    pair.load(body)
+    _locks(pair, 6)
+    ran, fb = _ran(pair, "extendLock"), _fell_back(pair, "extendLock")
+
+    def el(*a: Any, **kw: Any) -> Any:
+        r = pair.script(body, *_el_args(*a, **kw))
+        pair.compare()
+        return r
+
+    assert el(1) == 1 and el(2) == 1 and el(1) == 1  # odd: in the stalled set (SREM removes it), even: not
+    assert pair.nat.pttl(Q + b"1:lock") > 40000
+    assert el(3, b"tok-x") == 0
+    assert el(99) == 0
+    assert el(4, b"tok-x", ms="nope") == 0  # no SET: the duration is not read
+    assert _ran(pair, "extendLock") - ran == 6 and _fell_back(pair, "extendLock") == fb
+    # bail cases: the Lua path gives the same (error) reply and writes
+    assert el(5, ms="nope")[0] == "error"
+    assert el(5, ms=0)[0] == "error"
+    assert el(5, ms=-3)[0] == "error"
+    pair.both("HSET", Q + b"7:lock", "f", "v")
+    assert el(7)[0] == "error"
+    pair.both("SET", Q + b"8:lock", "tok-8")
+    pair.both("DEL", STALLED)
+    pair.both("SET", STALLED, "x")
+    assert el(8)[0] == "error"  # SET made, then SREM fails: the Lua path's error, its SET kept
+    assert el(3, b"tok-x") == 0  # a stalled key of another type does not matter without a renewal
+    r = pair.script(body, [Q + b"6:lock", STALLED], [b"tok-6", 100])  # too few arguments
+    assert r[0] == "error", r
+    pair.compare()
+    assert _fell_back(pair, "extendLock") - fb == 6
+    assert _ran(pair, "extendLock") - ran == 7
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_extend_locks(pair: Pair, case: str) -> None:
+    """extendLocks: the lock manager's call for 10 jobs (all renewed), some wrong tokens, missing locks, fewer
+    tokens than ids, a repeated id, no ids; and the bail cases (ids or tokens that are not strings, not msgpack
+    lists, a lock or stalled key of another type, a duration SET refuses)."""
+    body = _body(case, "extendLocks")
+    assert _native(body), f"{case}: extendLocks {sha(body)} runs on Lua"
+    pair.load(body)
+    _locks(pair, 12)
+    ran, fb = _ran(pair, "extendLocks"), _fell_back(pair, "extendLocks")
+
+    def els(*a: Any, **kw: Any) -> Any:
+        r = pair.script(body, *_els_args(*a, **kw))
+        pair.compare()
+        return r
+
+    ids = [str(i) for i in range(1, 11)]
+    assert els(ids, [f"tok-{i}" for i in ids]) == []
+    assert pair.nat.scard(STALLED) == 1 and pair.nat.pttl(Q + b"3:lock") > 40000
+    toks = [f"tok-{i}" for i in ids]
+    toks[2] = "other"
+    assert els([*ids, "40"], [*toks, "tok-40"]) == [b"3", b"40"]
+    assert els(["11", "12", "2"], ["tok-11"]) == [b"12", b"2"]  # fewer tokens than ids
+    assert els(["11", "11", "5"], ["tok-11", "tok-x", "tok-5"]) == [b"11"]  # a repeated id
+    assert els([], []) == []
+    assert els(["1", "9"], ["x", "y"], ms="bad") == [b"1", b"9"]  # nothing renewed: the duration is not read
+    assert els(["1"], ["tok-1", "tok-2", "tok-3"]) == []  # more tokens than ids
+    assert els(["1", "2"], ["tok-1", None]) == [b"2"]  # nil among the tokens: no match
+    runs = 8
+    assert _ran(pair, "extendLocks") - ran == runs and _fell_back(pair, "extendLocks") == fb
+    # bail cases
+    bails = [
+        (["1", "2"], ["tok-1", "tok-2"], "bad"),  # a duration SET refuses, after a renewal: Lua's error
+        (["1", "2"], ["tok-1", "tok-2"], "0"),
+        ([1, 2], ["tok-1", "tok-2"], 45000),  # numeric ids
+        (["1", "2"], ["tok-1", 7], 45000),  # a numeric token
+        (["1", "2"], ["tok-1", False], 45000),
+    ]
+    for a, t, ms in bails:
+        els(a, t, ms=ms)
+    pair.script(body, [STALLED], [Q, msgpack.packb(["tok-1"]), msgpack.packb({"a": "1"}), 45000])  # ids: a map
+    pair.compare()
+    pair.script(body, [STALLED], [Q, b"\xc1garbage", msgpack.packb(["1"]), 45000])  # not msgpack
+    pair.compare()
+    pair.both("HSET", Q + b"13:lock", "f", "v")
+    assert els(["1", "13"], ["tok-1", "tok-13"])[0] == "error"  # a lock of another type
+    assert els(["1", "2"], ["tok-1", "tok-2"], ms=1000) == []
+    pair.both("DEL", STALLED)
+    pair.both("SET", STALLED, "x")
+    assert els(["3", "4"], ["no", "no"]) == [b"3", b"4"]  # a stalled key of another type, no renewal: fine
+    assert els(["3", "4"], ["tok-3", "no"])[0] == "error"  # ... with one: SREM fails (after the SET)
+    r = pair.script(body, [STALLED], [Q, msgpack.packb(["tok-1"]), msgpack.packb(["1"])])  # too few arguments
+    assert r[0] == "error"
+    pair.compare()
+    assert _fell_back(pair, "extendLocks") - fb == len(bails) + 5
+    assert _ran(pair, "extendLocks") - ran == runs + 2
+
+
+@pytest.mark.parametrize("case", sorted(FAMILIES))
+def test_extend_locks_commandstats_and_monitor(pair: Pair, case: str) -> None:
+    """The inline renewals count GET/SET/SREM as the Lua path's calls; with a MONITOR client the lines match."""
+    el, els = _body(case, "extendLock"), _body(case, "extendLocks")
+    pair.load(el)
+    pair.load(els)
+    _locks(pair, 10)
+    pair.both("CONFIG", "RESETSTAT")
+
+    def cycle() -> None:
+        ids = [str(i) for i in range(1, 11)]
+        pair.script(els, *_els_args(ids, [f"tok-{i}" if i != "4" else "x" for i in ids]))
+        pair.script(els, *_els_args(["1", "77"], ["tok-1", "tok-77"]))
+        pair.script(el, *_el_args(2))
+        pair.script(el, *_el_args(3, b"x"))
+        pair.both("SADD", STALLED, "1", "5", "6")
+
+    cycle()
+    stats = _stats(pair)  # (before compare(), whose dump reads)
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_get"] == 14 and stats[0]["cmdstat_set"] == 11 and stats[0]["cmdstat_srem"] == 11
+    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
+    pair.compare()
+    assert len(seen[0]) > 30
+    assert seen[0] == seen[1]
+
+
+def test_extend_locks_persisted(tmp_path: Any) -> None:
+    """The inline renewals reach the store: after a restart the locks (with a TTL), and the stalled set, are
+    what the native path left."""
+    fam = sorted(FAMILIES)[0]
+    els = FAMILIES[fam]["extendLocks"]
+    el = FAMILIES[fam]["extendLock"]
+    srv = start_respqueue("--durability", "durable", "--log-level", "debug", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port)
+        for i in range(1, 6):
+            r.set(Q + b"%d:lock" % i, b"tok-%d" % i, px=2000)
+        r.sadd(STALLED, "1", "2", "3", "4")
+        r.script_load(els)
+        r.script_load(el)
+        ids = ["1", "2", "3", "4"]
+        keys, argv = _els_args(ids, ["tok-1", "tok-2", "x", "tok-4"], ms=600000)
+        assert r.evalsha(sha(els), 1, *keys, *argv) == [b"3"]
+        keys, argv = _el_args(5, ms=600000)
+        assert r.evalsha(sha(el), 2, *keys, *argv) == 1
+        before = dump(r, sort_hashes=True)
+        assert before[STALLED][1] == [b"3"]
+        r.close()
+        assert native_log_count(srv, "native extendLocks: ran") == 1
+        assert native_log_count(srv, "native extendLock: ran") == 1
+    finally:
+        srv.stop()
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
+    try:
+        r = redis.Redis(port=srv.port)
+        assert dump(r, sort_hashes=True) == before
+        assert r.pttl(Q + b"1:lock") > 500000 and 0 < r.pttl(Q + b"3:lock") <= 2000
+        r.close()
+    finally:
+        srv.stop()
