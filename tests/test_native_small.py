@@ -21,7 +21,7 @@ import redis
 from .servers import ServerProcess, start_respqueue
 from .test_native_scripts import FAMILIES, Pair, Q, _monitored, dump, native_log_count, sha
 
-SMALL = ("extendLock", "extendLocks")
+SMALL = ("extendLock", "extendLocks", "isFinished", "getCounts", "changePriority")
 
 
 def _bodies_sweep() -> dict[str, dict[str, bytes]]:
@@ -45,6 +45,11 @@ def _bodies_sweep() -> dict[str, dict[str, bytes]]:
 
 
 CASES = {fam: b for fam, b in FAMILIES.items()} | _bodies_sweep()
+
+
+def cases(*names: str) -> list[str]:
+    """The release families, and the swept digests of ``names``."""
+    return sorted(c for c in CASES if c in FAMILIES or all(n in CASES[c] for n in names))
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +79,7 @@ def _fell_back(pair: Pair, name: str) -> int:
 
 
 def _body(case: str, name: str) -> bytes:
-    b = CASES[case].get(name)
-    if b is None:
-        pytest.skip(f"{case} has no {name}")
-    return b
+    return CASES[case][name]
 
 
 def _native(body: bytes) -> bool:
@@ -110,7 +112,7 @@ def _els_args(ids: list[Any], tokens: list[Any], ms: Any = 45000) -> tuple[list[
     return [STALLED], [Q, msgpack.packb(tokens), msgpack.packb(ids), ms]
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", cases("extendLock"))
 def test_extend_lock(pair: Pair, case: str) -> None:
     """extendLock: renewed (1, out of the stalled set, the new TTL), a wrong token, a missing lock (0);
     and the bail cases (a lock or stalled key of another type, a duration SET refuses, too few arguments),
@@ -150,7 +152,7 @@ def test_extend_lock(pair: Pair, case: str) -> None:
     assert _ran(pair, "extendLock") - ran == 7
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", cases("extendLocks"))
 def test_extend_locks(pair: Pair, case: str) -> None:
     """extendLocks: the lock manager's call for 10 jobs (all renewed), some wrong tokens, missing locks, fewer
     tokens than ids, a repeated id, no ids; and the bail cases (ids or tokens that are not strings, not msgpack
@@ -261,7 +263,7 @@ def test_extend_locks_persisted(tmp_path: Any) -> None:
         assert native_log_count(srv, "native extendLock: ran") == 1
     finally:
         srv.stop()
-    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
+    srv = start_respqueue("--durability", "durable", "--log-level", "debug", workdir=str(tmp_path), port=srv.port)
     try:
         r = redis.Redis(port=srv.port)
         assert dump(r, sort_hashes=True) == before
@@ -269,3 +271,159 @@ def test_extend_locks_persisted(tmp_path: Any) -> None:
         r.close()
     finally:
         srv.stop()
+
+
+def test_reads_on_a_restarted_store(tmp_path: Any) -> None:
+    """isFinished and getCounts natively on what a restart loaded (job hashes packed until first read)."""
+    fam = sorted(FAMILIES)[0]
+    fin, gc = FAMILIES[fam]["isFinished"], FAMILIES[fam]["getCounts"]
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port)
+        r.hset(Q + b"1", mapping={"name": "j", "data": "{}", "returnvalue": "42", "finishedOn": "5"})
+        r.zadd(Q + b"completed", {"1": 5})
+        r.rpush(Q + b"wait", "2", "3")
+        r.close()
+    finally:
+        srv.stop()
+    srv = start_respqueue("--durability", "durable", "--log-level", "debug", workdir=str(tmp_path), port=srv.port)
+    try:
+        r = redis.Redis(port=srv.port)
+        r.script_load(fin)
+        r.script_load(gc)
+        assert r.evalsha(sha(fin), 3, Q + b"completed", Q + b"failed", Q + b"1", "1", "1") == [1, b"42"]
+        assert r.evalsha(sha(gc), 1, Q, "wait", "completed") == [2, 1]
+        assert r.hgetall(Q + b"1")[b"returnvalue"] == b"42"
+        r.close()
+        assert native_log_count(srv, "native isFinished: ran") == 1
+        assert native_log_count(srv, "native getCounts: ran") == 1
+    finally:
+        srv.stop()
+
+
+# ---- isFinished / getCounts ---------------------------------------------------------------------
+def _checked(pair: Pair, name: str, body: bytes, keys: list[bytes], argv: list[Any], native: bool) -> Any:
+    """One call on both servers, replies and keyspace compared; ``native``: whether the native server ran it
+    natively (else its native path handed it to Lua)."""
+    ran, fb = _ran(pair, name), _fell_back(pair, name)
+    r = pair.script(body, keys, argv)
+    pair.compare()
+    assert (_ran(pair, name) - ran, _fell_back(pair, name) - fb) == ((1, 0) if native else (0, 1)), (keys, argv, r)
+    return r
+
+
+@pytest.mark.parametrize("case", cases("isFinished"))
+def test_is_finished(pair: Pair, case: str) -> None:
+    """isFinished: completed (with its return value), failed (with its reason), neither, missing (the
+    missing-key text), a completed job without a return value; the bail cases: a job key read by HGET that
+    is no hash, a completed set of another type, no job id."""
+    body = _body(case, "isFinished")
+    assert _native(body), f"{case}: isFinished {sha(body)} runs on Lua"
+    pair.load(body)
+    for i in range(1, 5):
+        pair.both("HSET", Q + b"%d" % i, "name", "j", "data", "{}")
+    pair.both("HSET", Q + b"1", "returnvalue", '{"r":42}')
+    pair.both("HSET", Q + b"2", "failedReason", "boom")
+    pair.both("ZADD", Q + b"completed", 1, "1", 0, "4", 2, "5")
+    pair.both("ZADD", Q + b"failed", 3, "2")
+    pair.both("SET", Q + b"5", "not a hash")
+    keys = [Q + b"completed", Q + b"failed"]
+
+    def fin(i: int, *flag: str, native: bool = True) -> Any:
+        return _checked(pair, "isFinished", body, [*keys, Q + b"%d" % i], [str(i), *flag], native)
+
+    assert fin(1, "1") == [1, b'{"r":42}'] and fin(1, "0") == 1 and fin(1) == 1
+    assert fin(2, "1") == [2, b"boom"] and fin(2, "") == 2
+    assert fin(3, "1") == [0] and fin(3) == 0
+    assert fin(4, "1") == [1, None] and fin(4, "1", "extra") == [1, None]
+    assert fin(9, "1") == [-1, b"Missing key for job bull:q:9. isFinished"] and fin(9) == -1
+    assert fin(5) == 1  # the value is not read: a job key of another type does not matter
+    assert fin(5, "1", native=False)[0] == "error"
+    _checked(pair, "isFinished", body, [*keys, Q + b"9"], [], False)  # no job id (Lua: -1, the job missing)
+    r = _checked(pair, "isFinished", body, [*keys, Q + b"1"], [], False)  # (Lua: ZSCORE without a member)
+    assert r[0] == "error"
+    pair.both("DEL", Q + b"failed")
+    pair.both("SET", Q + b"failed", "x")
+    assert fin(1, "1") == [1, b'{"r":42}']  # the failed key is not read
+    assert fin(3, "1", native=False)[0] == "error"
+    assert fin(9, "1") == [-1, b"Missing key for job bull:q:9. isFinished"]
+
+
+STATES = [b"active", b"completed", b"delayed", b"failed", b"paused", b"prioritized", b"waiting-children", b"wait"]
+
+
+@pytest.mark.parametrize("case", cases("getCounts"))
+def test_get_counts(pair: Pair, case: str) -> None:
+    """getCounts: every state (lists and zsets, empty and not), repeated and unknown states, 6.7.0's delayed
+    cutoff (and an older text reading that argument as a state); the bail cases: a legacy marker at the tail
+    of wait or paused (Lua pops it), a state key of another type, cutoffs tonumber might read otherwise."""
+    body = _body(case, "getCounts")
+    assert _native(body), f"{case}: getCounts {sha(body)} runs on Lua"
+    from compat.scripts import layout
+
+    cutoff = bool(layout(sha(body))["argv"])  # 6.7.0's text
+    pair.load(body)
+
+    def gc(*types: Any, native: bool = True) -> Any:
+        return _checked(pair, "getCounts", body, [Q], list(types), native)
+
+    assert gc(*STATES) == [0] * 8
+    pair.both("RPUSH", Q + b"wait", *range(20, 25))
+    pair.both("RPUSH", Q + b"active", *range(1, 4))
+    pair.both("RPUSH", Q + b"paused", "30")
+    pair.both("ZADD", Q + b"completed", 1, "5", 2, "6")
+    pair.both("ZADD", Q + b"failed", 1, "7")
+    pair.both("ZADD", Q + b"delayed", *[x for i in range(10) for x in ((1000 + i) * 4096 + i, str(40 + i))])
+    pair.both("ZADD", Q + b"prioritized", 1, "50")
+    assert gc(*STATES) == [3, 2, 10, 1, 1, 1, 0, 5]
+    assert gc(b"wait", b"wait", b"nothing", b"active") == [5, 5, 0, 3]
+    assert gc(b"1005", b"delayed") == ([5] if cutoff else [0, 10])
+    assert gc(b"-3", b"delayed", b"wait") == ([0, 5] if cutoff else [0, 10, 5])
+    assert gc(b"1005", b"wait", b"delayed", b"delayed") == ([5, 5, 5] if cutoff else [0, 5, 10, 10])
+    assert gc(b"0007", b"delayed") == ([0] if cutoff else [0, 10])
+    assert gc(b"delayed") == [10]
+    gc(native=not cutoff)  # 6.7.0: tonumber(nil) fails
+    for odd in (b"0x10", b" 5", b"1e3", b"1.5", b"inf", b"nan", b"", b"+5", b"9" * 16):
+        gc(odd, b"delayed", native=not cutoff)
+    # a legacy marker at the tail of wait: the Lua path pops it
+    pair.both("RPUSH", Q + b"paused", "0:99")
+    assert gc(b"active", b"failed") == [3, 1]
+    assert gc(b"paused", native=False) == [1]
+    assert gc(b"paused") == [1]
+    pair.both("DEL", Q + b"failed")
+    pair.both("SET", Q + b"failed", "x")
+    assert gc(b"wait") == [5]
+    assert gc(b"wait", b"failed", native=False)[0] == "error"
+    pair.both("SET", Q + b"wait", "x")
+    assert gc(b"wait", native=False)[0] == "error"
+
+
+@pytest.mark.parametrize("case", sorted(FAMILIES))
+def test_reads_commandstats_and_monitor(pair: Pair, case: str) -> None:
+    """isFinished and getCounts: INFO commandstats and MONITOR lines as the Lua path's."""
+    fin, gc = _body(case, "isFinished"), _body(case, "getCounts")
+    pair.load(fin)
+    pair.load(gc)
+    pair.both("HSET", Q + b"1", "returnvalue", "7")
+    pair.both("HSET", Q + b"2", "failedReason", "no")
+    pair.both("ZADD", Q + b"completed", 1, "1")
+    pair.both("ZADD", Q + b"failed", 1, "2")
+    pair.both("RPUSH", Q + b"wait", "3", "4")
+    pair.both("CONFIG", "RESETSTAT")
+    keys = [Q + b"completed", Q + b"failed"]
+
+    def cycle() -> None:
+        for i in (1, 2, 3):
+            pair.script(fin, [*keys, Q + b"%d" % i], [str(i), "1"])
+            pair.script(fin, [*keys, Q + b"%d" % i], [str(i)])
+        pair.script(gc, [Q], STATES)
+        pair.script(gc, [Q], [b"1000", b"delayed", b"wait"])
+
+    cycle()
+    stats = _stats(pair)
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_zscore"] == 6 and stats[0]["cmdstat_hget"] == 2 and stats[0]["cmdstat_lindex"] == 3
+    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
+    pair.compare()
+    assert len(seen[0]) > 25
+    assert seen[0] == seen[1]

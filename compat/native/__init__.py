@@ -12,7 +12,8 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and extendLocks). Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and extendLocks), ``is_finished``,
+``get_counts``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -39,6 +40,13 @@ Implemented:
   tokens): renewed, wrong token, missing lock, fewer tokens than ids. Lua: ids or tokens that are not
   strings (or not msgpack lists), a lock or stalled key of another type, a duration SET would refuse, too
   few arguments. Without a MONITOR client the renewals (SET PX, SREM) are made inline.
+* isFinished (npm 5.0-6.x, PyPI 2.x-3.x, both texts): completed/failed/neither/missing, with or without the
+  value. Lua: a job key read by HGET that is no hash, a completed/failed key of another type, no job id.
+* getCounts (npm 5.0-6.x, PyPI 2.x-3.x; 6.7.0's optional delayed cutoff as a variant): every state. Lua: a
+  legacy ``0:`` marker at the tail of wait/paused (popped), a state key of another type, a cutoff argument
+  that Lua's tonumber might read otherwise than as a plain integer or as no number.
+Without a MONITOR client the reads of isFinished and getCounts are answered by their type checks (counted
+as the Lua path's calls).
 """
 
 from __future__ import annotations
@@ -51,11 +59,13 @@ from . import (
     add_prioritized_job,
     add_standard_job,
     extend_lock,
+    get_counts,
+    is_finished,
     move_to_active,
     move_to_finished,
 )
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "extend_lock", "move_to_active",
-           "move_to_finished"]
+__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "extend_lock", "get_counts", "is_finished",
+           "move_to_active", "move_to_finished"]
