@@ -48,8 +48,22 @@ CASES = {fam: b for fam, b in FAMILIES.items()} | _bodies_sweep()
 
 
 def cases(*names: str) -> list[str]:
-    """The release families, and the swept digests of ``names``."""
-    return sorted(c for c in CASES if c in FAMILIES or all(n in CASES[c] for n in names))
+    """The release families, and the swept digests of ``names`` that run natively (the others: see
+    test_which_digests_run_natively)."""
+    return sorted(c for c in CASES if c in FAMILIES or all(n in CASES[c] and _native(CASES[c][n]) for n in names))
+
+
+def test_which_digests_run_natively() -> None:
+    """Every digest of the five scripts in the table runs natively but changePriority's 6-key texts (npm
+    5.0-5.8: no active key, another shape of the re-add)."""
+    import compat.native  # noqa: F401
+    from compat.scripts import SCRIPTS, native_digests
+
+    nat = native_digests()
+    lua = sorted((v[0], v[1], v[2]) for k, v in SCRIPTS.items() if v[0] in SMALL and k.decode() not in nat)
+    assert {(n, k) for n, k, _r in lua} == {("changePriority", 6)}, lua
+    assert len(lua) == 3 and all(r.startswith("node-5.") for _n, _k, r in lua), lua
+    assert len([k for k in nat if nat[k] in SMALL]) == 13
 
 
 @pytest.fixture(scope="module")
@@ -427,3 +441,135 @@ def test_reads_commandstats_and_monitor(pair: Pair, case: str) -> None:
     pair.compare()
     assert len(seen[0]) > 25
     assert seen[0] == seen[1]
+
+
+# ---- changePriority -----------------------------------------------------------------------------
+CP_KEYS = [Q + s for s in (b"wait", b"paused", b"meta", b"prioritized", b"active", b"pc", b"marker")]
+
+
+def _cp_setup(pair: Pair) -> None:
+    """Jobs 1-6: 1 and 2 waiting, 3 and 4 prioritized (counter at 2), 5 active, 6 in the paused list."""
+    for i in range(1, 7):
+        pair.both("HSET", Q + b"%d" % i, "name", "j", "data", "{}", "priority", "0")
+    pair.both("LPUSH", Q + b"wait", "1", "2")
+    pair.both("ZADD", Q + b"prioritized", 2**32 + 1, "3", 2 * 2**32 + 2, "4")
+    pair.both("SET", Q + b"pc", "2")
+    pair.both("LPUSH", Q + b"active", "5")
+    pair.both("LPUSH", Q + b"paused", "6")
+
+
+def _cp_args(body: bytes, job: Any, priority: Any = 1, lifo: Any = None) -> list[Any]:
+    from compat.scripts import layout
+
+    whole = layout(sha(body))["argv"][1] == "job key"  # 5.9-5.12: the job key itself
+    a = [priority, Q + str(job).encode() if whole else Q, str(job)]
+    return a if lifo is None else [*a, lifo]
+
+
+@pytest.mark.parametrize("case", cases("changePriority"))
+def test_change_priority(pair: Pair, case: str) -> None:
+    """changePriority: prioritized -> prioritized (counted) and -> wait, wait -> prioritized (LIFO: in front
+    of its priority, no marker) and -> wait (LIFO: RPUSH), an active job (only its hash), a missing job (-1),
+    a paused queue (5.x: the paused list is the target; no marker), a queue at its concurrency and under it;
+    the bail cases: priorities that are not a plain integer 0..2^21, a job key that is no hash, a counter
+    INCR refuses, meta's concurrency not an integer, a wait key of another type, too few arguments."""
+    body = _body(case, "changePriority")
+    assert _native(body), f"{case}: changePriority {sha(body)} runs on Lua"
+    pair.load(body)
+    _cp_setup(pair)
+
+    def cp(*a: Any, native: bool = True, **kw: Any) -> Any:
+        pair.both("DEL", Q + b"marker")
+        return _checked(pair, "changePriority", body, CP_KEYS, _cp_args(body, *a, **kw), native)
+
+    assert cp(3, 5) == 0
+    assert cp(3, 0) == 0
+    assert cp(1, 2, "1") == 0
+    assert cp(2, 0, "1") == 0
+    assert cp(4, 7, "0") == 0
+    assert cp(5, 3) == 0
+    assert cp(99, 3) == -1 and cp(99, "junk") == -1
+    assert cp(1, "2097152") == 0
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    assert cp(4, 0) == 0 and cp(6, 1) == 0 and cp(3, 4) == 0 and cp(6, 0, "1") == 0
+    pair.both("HDEL", Q + b"meta", "paused")
+    pair.both("HSET", Q + b"meta", "concurrency", "1")
+    assert cp(1, 0) == 0 and cp(2, 9) == 0  # at its concurrency: no marker
+    pair.both("HSET", Q + b"meta", "concurrency", "5")
+    assert cp(1, 3) == 0 and cp(2, 0) == 0
+    pair.both("HSET", Q + b"meta", "concurrency", "-1")
+    assert cp(1, 0) == 0
+    pair.both("HDEL", Q + b"meta", "concurrency")
+    # bail cases: the Lua path answers (its error, and the writes it made before it)
+    for prio in ("junk", "-1", "1.5", "007", "2097153", ""):
+        cp(1, prio, native=False)
+    pair.both("SET", Q + b"7", "not a hash")
+    assert cp(7, 2, native=False)[0] == "error"
+    pair.both("SET", Q + b"pc", "x")
+    pair.both("HSET", Q + b"8", "name", "j")
+    pair.both("RPUSH", Q + b"wait", "8")
+    assert cp(8, 2, native=False)[0] == "error"  # LREM made, then INCR fails
+    assert cp(8, 2, "1") == 0  # (LIFO: no INCR)
+    pair.both("SET", Q + b"pc", "9")
+    pair.both("HSET", Q + b"meta", "concurrency", "lots")
+    cp(1, 2, native=False)
+    pair.both("DEL", Q + b"meta")
+    pair.both("RENAME", Q + b"wait", Q + b"w2")
+    pair.both("SET", Q + b"wait", "x")
+    cp(3, 0, native=False)
+    _checked(pair, "changePriority", body, CP_KEYS, _cp_args(body, 1, 3)[:2], False)
+
+
+@pytest.mark.parametrize("case", sorted(FAMILIES))
+def test_change_priority_commandstats_and_monitor(pair: Pair, case: str) -> None:
+    """changePriority: INFO commandstats and MONITOR lines as the Lua path's."""
+    body = _body(case, "changePriority")
+    pair.load(body)
+    _cp_setup(pair)
+    pair.both("CONFIG", "RESETSTAT")
+
+    def cycle() -> None:
+        for job, prio, lifo in ((3, 5, None), (1, 0, "1"), (2, 4, "1"), (4, 0, None), (5, 2, None), (9, 1, None)):
+            pair.script(body, CP_KEYS, _cp_args(body, job, prio, lifo))
+        pair.both("HSET", Q + b"meta", "concurrency", "1")
+        pair.script(body, CP_KEYS, _cp_args(body, 1, 6))
+        pair.both("HDEL", Q + b"meta", "concurrency")
+
+    cycle()
+    stats = _stats(pair)
+    assert stats[0] == stats[1]
+    assert stats[0]["cmdstat_zrem"] == 6 and stats[0]["cmdstat_incr"] == 2 and stats[0]["cmdstat_hset"] == 7
+    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
+    pair.compare()
+    assert len(seen[0]) > 30
+    assert seen[0] == seen[1]
+
+
+def test_change_priority_persisted(tmp_path: Any) -> None:
+    """changePriority's writes, natively made, are what a restart loads."""
+    fam = sorted(FAMILIES)[0]
+    body = FAMILIES[fam]["changePriority"]
+    srv = start_respqueue("--durability", "durable", "--log-level", "debug", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port)
+        for i in (1, 2, 3):
+            r.hset(Q + b"%d" % i, mapping={"name": "j", "priority": "0"})
+        r.lpush(Q + b"wait", "1", "2")
+        r.zadd(Q + b"prioritized", {"3": 2**32 + 1})
+        r.set(Q + b"pc", "1")
+        r.script_load(body)
+        for job, prio in ((1, 4), (3, 0), (2, 9)):
+            assert r.evalsha(sha(body), 7, *CP_KEYS, *_cp_args(body, job, prio)) == 0
+        before = dump(r, sort_hashes=True)
+        assert before[Q + b"wait"][1] == [b"3"] and before[Q + b"pc"][1] == b"3"
+        r.close()
+        assert native_log_count(srv, "native changePriority: ran") == 3
+    finally:
+        srv.stop()
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
+    try:
+        r = redis.Redis(port=srv.port)
+        assert dump(r, sort_hashes=True) == before
+        r.close()
+    finally:
+        srv.stop()

@@ -13,7 +13,7 @@ compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
 ``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and extendLocks), ``is_finished``,
-``get_counts``. Importing this package registers them, and the router with the core's scripting commands.
+``get_counts``, ``change_priority``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -47,6 +47,12 @@ Implemented:
   that Lua's tonumber might read otherwise than as a plain integer or as no number.
 Without a MONITOR client the reads of isFinished and getCounts are answered by their type checks (counted
 as the Lua path's calls).
+* changePriority (npm 5.9+, 6.x; PyPI 2.13+, 3.x: 5.x's paused list as the target of a paused queue, 5.60+'s
+  4-field meta read and 5.9-5.12's whole job key as variants): prioritized or waiting jobs to the prioritized
+  zset (counted, or LIFO in front) or to the wait/paused list (LPUSH/RPUSH), markers unless paused or at the
+  concurrency, active or missing jobs. Lua: 5.0-5.8's 6-key texts, priorities other than a plain integer
+  0..2^21, a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1, meta's concurrency
+  not an integer, a key of another type, coinciding keys, too few arguments.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from . import (
     add_delayed_job,
     add_prioritized_job,
     add_standard_job,
+    change_priority,
     extend_lock,
     get_counts,
     is_finished,
@@ -67,5 +74,5 @@ from . import (
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "extend_lock", "get_counts", "is_finished",
+__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "change_priority", "extend_lock", "get_counts", "is_finished",
            "move_to_active", "move_to_finished"]
