@@ -1336,11 +1336,11 @@ def test_lua_fallback_logged_once_per_digest(pair: Pair) -> None:
         from compat.releases import npm_dir_bodies
 
         bodies = {n: b for n, _k, b in npm_dir_bodies(NODE_DIR).values()}
-        counts = bodies["getCounts"]
+        in_list = bodies["isJobInList"]
         for _ in range(2):
-            pair.both("EVAL", counts, 1, Q, "wait", "active")
-        line = "BullMQ script getCounts ("
-        got = [ln for ln in nat.output().splitlines() if line in ln and sha(counts) in ln]
+            pair.both("EVAL", in_list, 1, Q + b"wait", "1")
+        line = "BullMQ script isJobInList ("
+        got = [ln for ln in nat.output().splitlines() if line in ln and sha(in_list) in ln]
         assert len(got) == 1 and "no native implementation" in got[0], got
     assert "runs on Lua" not in pair.lua_srv.output()
 

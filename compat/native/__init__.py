@@ -12,7 +12,9 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and
+extendLocks), ``is_finished``, ``get_counts``, ``change_priority``. Importing this package registers them, and
+the router with the core's scripting commands.
 
 Implemented:
 
@@ -34,6 +36,24 @@ Implemented:
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
+* extendLock (npm 5.0-6.x, PyPI 2.x-3.x) and extendLocks (npm 5.33+, 6.x; PyPI 2.13+, 3.x, both of its texts:
+  5.33-5.64's compares a missing lock with the token, later ones test for it first, the same for string
+  tokens): renewed, wrong token, missing lock, fewer tokens than ids. Lua: ids or tokens that are not
+  strings (or not msgpack lists), a lock or stalled key of another type, a duration SET would refuse, too
+  few arguments. Without a MONITOR client the renewals (SET PX, SREM) are made inline.
+* isFinished (npm 5.0-6.x, PyPI 2.x-3.x, both texts): completed/failed/neither/missing, with or without the
+  value. Lua: a job key read by HGET that is no hash, a completed/failed key of another type, no job id.
+* getCounts (npm 5.0-6.x, PyPI 2.x-3.x; 6.7.0's optional delayed cutoff as a variant): every state. Lua: a
+  legacy ``0:`` marker at the tail of wait/paused (popped), a state key of another type, a cutoff argument
+  that Lua's tonumber might read otherwise than as a plain integer or as no number.
+Without a MONITOR client the reads of isFinished and getCounts are answered by their type checks (counted
+as the Lua path's calls).
+* changePriority (npm 5.9+, 6.x; PyPI 2.13+, 3.x: 5.x's paused list as the target of a paused queue, 5.60+'s
+  4-field meta read and 5.9-5.12's whole job key as variants): prioritized or waiting jobs to the prioritized
+  zset (counted, or LIFO in front) or to the wait/paused list (LPUSH/RPUSH), markers unless paused or at the
+  concurrency, active or missing jobs. Lua: 5.0-5.8's 6-key texts, priorities other than a plain integer
+  0..2^21, a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1, meta's concurrency
+  not an integer, a key of another type, coinciding keys, too few arguments.
 """
 
 from __future__ import annotations
@@ -41,8 +61,19 @@ from __future__ import annotations
 from respqueue.commands.scripting import register_router
 
 from ..scripts import FALLBACK, open_run, run
-from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
+from . import (
+    add_delayed_job,
+    add_prioritized_job,
+    add_standard_job,
+    change_priority,
+    extend_lock,
+    get_counts,
+    is_finished,
+    move_to_active,
+    move_to_finished,
+)
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]
+__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "change_priority", "extend_lock",
+           "get_counts", "is_finished", "move_to_active", "move_to_finished"]
