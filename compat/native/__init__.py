@@ -12,7 +12,7 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_to_delayed``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -34,6 +34,12 @@ Implemented:
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
+* moveToDelayed (npm 5.73+, 6.x; PyPI 2.20+, 3.x: the releases that can fetch the next job, 12 keys with
+  the paused list as a variant): active -> delayed (removeLock, the fields to update, getDelayedScore's
+  slot, attempts counted or skipped, the delayed event, the delay marker), with or without fetching the
+  next job (moveToActive's cases), the -1/-2/-6 codes. Lua: a job missing from active (-3), a delay that
+  makes the job due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or
+  delays; 5.x before 5.73 (8 keys: their layouts do not tell 5.59+'s LREM-then-score order from 5.41-5.58's).
 """
 
 from __future__ import annotations
@@ -41,8 +47,16 @@ from __future__ import annotations
 from respqueue.commands.scripting import register_router
 
 from ..scripts import FALLBACK, open_run, run
-from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
+from . import (
+    add_delayed_job,
+    add_prioritized_job,
+    add_standard_job,
+    move_to_active,
+    move_to_delayed,
+    move_to_finished,
+)
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]
+__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_delayed",
+           "move_to_finished"]

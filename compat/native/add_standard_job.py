@@ -30,8 +30,8 @@ from .helpers import (
     RPUSH,
     XADD,
     ZADD,
-    ZRANGE,
     ZREVRANGEBYSCORE,
+    _add_delay_marker,
     _arg,
     _check,
     _check_meta,
@@ -279,9 +279,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
         _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
                          b"delay", b"%d" % dwhen])
-        nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
-        if len(nxt) >= 2:
-            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), b"1"])
+        _add_delay_marker(ctx, marker_key, delayed_key)
         return job_id
     meta = db.lookup(meta_key)
     if active_key is None:

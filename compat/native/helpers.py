@@ -201,6 +201,24 @@ def _meta_variant(lay: dict[str, Any]) -> Any:
 _PREPARE_MARKER = "prepareJobForProcessing>addBaseMarkerIfNeeded"
 
 
+def _check_nothing_due(delayed: Any, upto: float) -> None:
+    """promoteDelayedJobs would move nothing: no job of ``delayed`` (a zset, or None) scores ``upto`` or less;
+    Bail otherwise (the native paths leave promotion to Lua)."""
+    if delayed is not None:
+        lo, hi = delayed.score_span(0.0, False, upto, False)
+        if hi > lo:
+            raise Bail("delayed jobs to promote")
+
+
+def _next_job_id(wait: Any, prio: Any) -> bytes | None:
+    """The job a fetch takes next: the wait list's last, else the prioritized zset's first (either None)."""
+    if wait:
+        return wait.get(len(wait) - 1)  # type: ignore[no-any-return]
+    if prio:
+        return next(prio.items())[1]  # type: ignore[no-any-return]
+    return None
+
+
 def _paused_or_maxed(call: Any, limit: int | None, active_key: bytes) -> bool:
     """The queue is paused (limit < 0) or its active list is at the concurrency limit."""
     if limit is None:
@@ -409,3 +427,56 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
     ctx.inline(HGETALL, [b"HGETALL", job_key])
     return _active_reply(h, job_id)
+
+
+# ---- what moveToDelayed / retryJob / promote share ---------------------------------
+def _add_delay_marker(ctx: Ctx, marker_key: bytes, delayed_key: bytes) -> None:
+    """addDelayMarkerIfNeeded: ZRANGE delayed 0 0 WITHSCORES, then ZADD marker <first score / 4096> 1 when the
+    delayed zset holds a job (the caller checked that its first score is an integer below 2**53)."""
+    nxt = ctx.call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+    if len(nxt) >= 2:
+        ctx.call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), b"1"])
+
+
+def _job_fields(raw: bytes | None) -> list[bytes] | None:
+    """updateJobFields' HMSET arguments (``cmsgpack.unpack`` of ARGV, a flat name/value array), or None when
+    the argument is absent or empty; Bail on anything but a non-empty even array of strings and numbers."""
+    if not raw:
+        return None
+    v = _unpack(raw)
+    if type(v) is not list or not v or len(v) % 2:
+        raise Bail("fields to update")
+    return [_arg(x) for x in v]
+
+
+def _counter_ok(v: bytes | None) -> bool:
+    """A job hash counter (atm, ats) that HINCRBY 1 takes: absent, or an integer below 2**63 - 1."""
+    if v is None:
+        return True
+    n = str2int(v)
+    return n is not None and n < _INT64_MAX
+
+
+def _lock_state(db: Any, job_key: bytes, token: bytes) -> int:
+    """removeLock's outcome, read before any write: 0 (no lock to remove: token "0"), 1 (the lock holds
+    ``token``: DEL it, SREM the stalled set), -2 (no lock) or -6 (another token)."""
+    if token == b"0":
+        return 0
+    lock = _check(db, job_key + b":lock", bytes)
+    if lock is None:
+        return -2
+    return 1 if lock == token else -6
+
+
+def _remove_lock(ctx: Ctx, job_key: bytes, stalled_key: bytes, token: bytes, job_id: bytes, state: int) -> int:
+    """removeLock, ``state`` from :func:`_lock_state`: GET the lock (its value known), DEL it and SREM the job
+    from the stalled set when it is ``token``'s; the script's error code (-2, -6) or 0."""
+    if state == 0:
+        return 0
+    lock_key = job_key + b":lock"
+    ctx.inline(GET, [b"GET", lock_key])
+    if state < 0:
+        return state
+    ctx.call(DEL, [b"DEL", lock_key])
+    ctx.call(SREM, [b"SREM", stalled_key, job_id])
+    return 0

@@ -1,0 +1,191 @@
+"""Native moveToDelayed: a job in active goes to the delayed zset (a failed job retried after a backoff delay,
+or Job.moveToDelayed), optionally fetching the next job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lua.convert import format_number_arg
+from respqueue.types.hash import Hash
+from respqueue.types.list import List
+from respqueue.types.set import Set
+from respqueue.types.zset import ZSet
+
+from ..scripts import Bail, Ctx, native
+from .add_standard_job import _delayed_score
+from .helpers import (
+    _INT_RE,
+    _META4,
+    _NUM_RE,
+    _PREPARE_HASH,
+    _PREPARE_MARKER,
+    EXISTS,
+    HGET,
+    HINCRBY,
+    HMGET,
+    HMSET,
+    HSET,
+    LREM,
+    ZADD,
+    ZRANGEBYSCORE,
+    ZREVRANGEBYSCORE,
+    _add_delay_marker,
+    _check,
+    _check_job_for_processing,
+    _check_nothing_due,
+    _check_stream,
+    _counter_ok,
+    _job_fields,
+    _lock_opts,
+    _lock_state,
+    _next_delay_reply,
+    _next_job_id,
+    _paused_or_maxed,
+    _paused_or_maxed_attrs,
+    _pop_next,
+    _prepare_job,
+    _remove_lock,
+    _truthy,
+    _unpack,
+    _writes_events,
+    _xadd_star,
+)
+
+_MTD_KEYS = ["marker key", "active key", "prioritized key", "delayed key", "job key", "events stream", "meta key",
+             "stalled key", "wait key", "rate limiter key", "pc priority counter"]
+#: npm 5.73+, 6.0-6.2, PyPI 2.20+, 3.0-3.1: the paused list's key before the priority counter
+_MTD_KEYS_PAUSED = _MTD_KEYS[:10] + ["paused key", "pc priority counter"]
+_MTD_ARGV = ["key prefix", "timestamp", "the id of the job", "queue token", "delay value", "skip attempt",
+             "optional job fields to update", "fetch next", "opts"]
+_MTD_OPTS = frozenset({"limiter", "lockDuration", "maxLenEvents", "name", "token"})
+_MTD_CALLS = frozenset({"main>removeLock", "main>updateJobFields", "main>getDelayedScore", "main>getOrSetMaxEvents",
+                        "main>fetchNextJob", "main>addDelayMarkerIfNeeded", "fetchNextJob>promoteDelayedJobs",
+                        "fetchNextJob>prepareJobForProcessing", _PREPARE_MARKER})
+_MTD_EVENTS = ("event|delayed|jobId|?|delay|?", "event|active|jobId|?|prev|waiting")
+_MTD_HASH_WRITES = frozenset({"HMSET|?", "HSET|delay|?", _PREPARE_HASH})
+#: (wait key's position, priority counter's position): 6.3+ (11 keys)
+MTD_V6 = (8, 10)
+
+
+def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToDelayed: the releases that can fetch the next job (npm 5.73+, 6.x, PyPI 2.20+, 3.x; 11 keys, or
+    12 with the paused list), whose fetch reads meta's paused concurrency max duration and re-adds the marker.
+    (5.41-5.72 take 8 keys and fetch nothing; 5.59+ run LREM before getDelayedScore, 5.41-5.58 after it, which
+    their layouts do not tell apart: they stay on Lua.)"""
+    keys = lay.get("keys")
+    if keys == _MTD_KEYS and numkeys == 11:
+        v = MTD_V6
+    elif keys == _MTD_KEYS_PAUSED and numkeys == 12:
+        v = (8, 11)
+    else:
+        return None
+    if lay.get("argv") != _MTD_ARGV:
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _MTD_CALLS <= calls or not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList"}:
+        return None
+    if not set(lay.get("unpacked", {}).get("ARGV9", ())) <= _MTD_OPTS or not _writes_events(lay, _MTD_EVENTS):
+        return None
+    if not _MTD_HASH_WRITES <= set(lay.get("hash_writes", ())):
+        return None
+    if "HMGET|paused|concurrency|max|duration" not in lay.get("hash_reads", ()):
+        return None
+    return True if v == MTD_V6 else v
+
+
+@native("moveToDelayed", _accept_mtd)
+def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[int, int] = MTD_V6) -> Any:
+    """KEYS: marker active prioritized delayed job events meta stalled wait limiter [paused] pc;
+    ARGV: prefix timestamp jobId token delay skipAttempt [fields] [fetchNext] [opts]."""
+    if len(argv) < 6 or len(set(keys)) != len(keys):
+        raise Bail("args")
+    prefix, ts, job_id, token, delay_raw, skip = argv[:6]
+    fields = _job_fields(argv[6] if len(argv) > 6 else None)
+    fetch = len(argv) > 7 and argv[7] == b"1"
+    marker_key, active_key, prio_key, delayed_key, job_key, events_key, meta_key, stalled_key = keys[:8]
+    wait_key, pc_key = keys[variant[0]], keys[variant[1]]
+    if job_key + b":lock" in keys:
+        raise Bail("key clash")
+    if not _INT_RE.match(delay_raw) or not (len(ts) <= 16 and ts.isdigit()) and not _NUM_RE.match(ts):
+        raise Bail("delay or timestamp")
+    delay = int(delay_raw)
+    db = ctx.db
+    # ---- reads: everything that could fail or branch after the first write
+    job = _check(db, job_key, Hash)
+    lock = 0
+    if job is not None:
+        lock = _lock_state(db, job_key, token)
+    if job is not None and lock >= 0:
+        if fields is not None and b"atm" in fields[::2]:
+            raise Bail("atm in fields")
+        if skip == b"0" and not _counter_ok(job.get(b"atm")):
+            raise Bail("atm")
+        _check(db, stalled_key, Set)
+        active = _check(db, active_key, List)
+        if active is None or active.find(job_id, True) < 0:
+            raise Bail("not active")  # -3 comes after the lock is gone: Lua
+        score, when = _delayed_score(db, delayed_key, ts, delay)
+        meta = _check(db, meta_key, Hash)
+        max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+        if max_events is not None and (len(max_events) > 18 or not max_events.isdigit()):
+            raise Bail("maxLenEvents")
+        _check_stream(db, events_key)
+        _check(db, marker_key, ZSet)
+        if fetch:
+            if len(argv) < 9:
+                raise Bail("opts")
+            opts = _unpack(argv[8])
+            if type(opts) is not dict or _truthy(opts.get(b"limiter")):
+                raise Bail("opts or rate limiter")
+            f_token, lock_ms, worker = _lock_opts(opts)
+            if meta is not None and meta.get(b"max") is not None:
+                raise Bail("rate limit")
+            limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+            upto = (float(ts) + 1) * 0x1000 - 1
+            if when * 0x1000 <= upto:
+                raise Bail("the job is due at once")  # promoteDelayedJobs would move it
+            _check_nothing_due(db.lookup(delayed_key), upto)
+            nxt = _next_job_id(_check(db, wait_key, List), _check(db, prio_key, ZSet))
+            if nxt is not None:
+                if nxt == job_id:
+                    raise Bail("next job is this job")
+                _check_job_for_processing(ctx, keys, prefix, nxt)
+    # ---- the script's calls
+    call = ctx.call
+    ctx.inline(EXISTS, [b"EXISTS", job_key])
+    if job is None:
+        return -1
+    code = _remove_lock(ctx, job_key, stalled_key, token, job_id, lock)
+    if code < 0:
+        return code
+    if fields is not None:
+        call(HMSET, [b"HMSET", job_key, *fields])
+    call(LREM, [b"LREM", active_key, b"-1", job_id])
+    # getDelayedScore (computed above: nothing wrote the delayed zset since)
+    lo = when * 0x1000
+    call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
+                            b"LIMIT", b"0", b"1"])
+    if skip == b"0":
+        call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
+    call(HSET, [b"HSET", job_key, b"delay", delay_raw])
+    # getOrSetMaxEvents (meta read above; nothing wrote it since)
+    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
+    _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                     b"delay", b"%d" % when])
+    if fetch:
+        # fetchNextJob: getQueueMetadata / getTargetQueueList, then promoteDelayedJobs (nothing due: checked)
+        call(HMGET, [b"HMGET", meta_key, *_META4])
+        paused_or_maxed = _paused_or_maxed(call, limit, active_key)
+        call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
+        if not paused_or_maxed:
+            nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+            if nid is not None:
+                return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, f_token, lock_ms, worker)
+            _next_delay_reply(call, delayed_key)
+    _add_delay_marker(ctx, marker_key, delayed_key)
+    return 0
+

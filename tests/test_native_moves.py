@@ -1,0 +1,290 @@
+"""Native moveToDelayed / retryJob / promote (compat/native/) against the Lua path as the oracle, for every
+installed release family (node 6.x, node 5.x latest, PyPI 3.x, PyPI 2.x): replies, keyspace, INFO
+commandstats, MONITOR lines, the branches each script has, and a restart from the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+import redis
+
+from .servers import start_respqueue
+from .test_native_scripts import (
+    _ADD_ROLES,
+    FAMILIES,
+    MTA_KEYS,
+    TS,
+    Pair,
+    Q,
+    _monitored,
+    _release_add_args,
+    _release_keys,
+    dump,
+    mta_args,
+    native_log_count,
+    pair,  # noqa: F401  (fixture)
+    servers,  # noqa: F401  (fixture)
+    sha,
+)
+
+#: KEYS roles (as the layouts document them) -> key suffix under Q; "job key" is filled in per call
+_ROLES = {"marker key": b"marker", "active key": b"active", "prioritized key": b"prioritized",
+          "delayed key": b"delayed", "events stream": b"events", "meta key": b"meta", "stalled key": b"stalled",
+          "wait key": b"wait", "rate limiter key": b"limiter", "paused key": b"paused",
+          "pc priority counter": b"pc", "active": b"active", "wait": b"wait", "paused": b"paused",
+          "meta": b"meta", "marker": b"marker", "stalled": b"stalled", "delayed": b"delayed",
+          "prioritized": b"prioritized", "event stream": b"events"}
+
+
+def _keys(body: bytes, job_id: bytes) -> list[bytes]:
+    from compat.scripts import layout
+
+    lay = layout(sha(body))
+    assert lay is not None, "digest not in compat.script_table"
+    return [Q + job_id if "job key" in n else Q + _ROLES[n] for n in lay["keys"]]
+
+
+def _fields(**kw: Any) -> bytes:
+    flat: list[Any] = []
+    for k, v in kw.items():
+        flat += [k, v]
+    return msgpack.packb(flat)
+
+
+def mtd_args(job_id: bytes, token: str = "t0", delay: Any = 5000, ts: int = TS + 20, skip: str = "0",
+             fields: bytes | str = "", fetch: Any = None, name: str | None = None) -> list[Any]:
+    """moveToDelayed's ARGV (fetch: None to leave ARGV[8..9] out, else 0/1 with the worker's opts)."""
+    a: list[Any] = [Q, ts, job_id, token, delay, skip, fields]
+    if fetch is not None:
+        o: dict[str, Any] = {"token": token, "lockDuration": 30000}
+        if name is not None:
+            o["name"] = name
+        a += [fetch, msgpack.packb(o) if fetch else ""]
+    return a
+
+
+def _fams(name: str) -> list[str]:
+    return sorted(f for f in FAMILIES if name in FAMILIES[f])
+
+
+class Queue:
+    """A release family's scripts on both servers: add jobs, fetch them (moveToActive), and run the script
+    under test, comparing replies and keyspaces."""
+
+    def __init__(self, pr: Pair, bodies: dict[str, bytes]) -> None:
+        self.p, self.b = pr, bodies
+        self.add, self.mta = bodies["addStandardJob"], bodies["moveToActive"]
+        self.akeys = _release_keys(self.add, _ADD_ROLES)
+        for n in ("addStandardJob", "moveToActive", "moveToDelayed", "retryJob", "promote", "addPrioritizedJob",
+                  "addDelayedJob"):
+            if n in bodies:
+                pr.load(bodies[n])
+
+    def addj(self, **kw: Any) -> bytes:
+        r = self.p.script(self.add, self.akeys, _release_add_args(self.add, **kw))
+        assert isinstance(r, bytes), r
+        return r
+
+    def fetch(self, token: str = "t0") -> bytes:
+        self.p.both("DEL", Q + b"marker")
+        r = self.p.script(self.mta, MTA_KEYS, mta_args(token=token))
+        assert isinstance(r, list) and r[1], r
+        return r[1]  # type: ignore[no-any-return]
+
+    def run(self, name: str, job_id: bytes, argv: list[Any]) -> Any:
+        body = self.b[name]
+        r = self.p.script(body, _keys(body, job_id), argv)
+        self.p.compare()
+        return r
+
+    def mtd(self, job_id: bytes, **kw: Any) -> Any:
+        body = self.b["moveToDelayed"]
+        from compat.scripts import layout
+
+        argv = mtd_args(job_id, **kw)
+        if len(layout(sha(body))["argv"]) == 9 and len(argv) == 7:
+            argv += [0, ""]
+        return self.run("moveToDelayed", job_id, argv)
+
+
+def _ran(pr: Pair, name: str) -> int:
+    return native_log_count(pr.nat_srv, f"native {name}: ran")
+
+
+# ---- moveToDelayed ---------------------------------------------------------------------------
+def mtd_scenario(q: Queue) -> None:
+    p = q.p
+    a, b, c = q.addj(name="a"), q.addj(name="b"), q.addj(name="c")
+    ja = q.fetch("t0")
+    assert ja == a
+    # the common path: a failed job with a backoff (fields to update, an attempt counted)
+    assert q.mtd(ja, fields=_fields(failedReason="boom", stacktrace='["x"]')) == 0
+    # the same millisecond slot again (getDelayedScore's +1), skip attempt, no fields; then a later slot
+    jb = q.fetch("t1")
+    assert q.mtd(jb, token="t1", skip="1") == 0
+    jc = q.fetch("t2")
+    assert q.mtd(jc, token="t2", delay=1, ts=TS + 4000) == 0
+    assert p.lua.zcard(Q + b"delayed") == 3
+    # error codes: missing job (-1), lock missing (-2), another token (-6), not in active (-3, Lua)
+    assert q.mtd(b"nope") == -1
+    d = q.addj(name="d")
+    jd = q.fetch("t3")
+    assert jd == d
+    assert q.mtd(jd, token="other") == -6
+    p.both("DEL", Q + jd + b":lock")
+    assert q.mtd(jd, token="t3") == -2
+    assert q.mtd(jd, token="0", fields=_fields(n=1, x=2.5)) == 0  # token "0": no lock to remove
+    assert q.mtd(jd, token="0") == -3  # (Lua)
+    for j in (a, b, c):
+        assert p.lua.hget(Q + j, "delay") is not None
+    # fetch next: a waiting job comes back as moveToActive's reply; nothing to fetch: 0; paused: 0
+    q.addj(name="e")
+    f = q.addj(name="f")
+    je = q.fetch("t4")
+    r = q.mtd(je, token="t4", fetch=1, name="w1")
+    assert isinstance(r, list) and r[1] == f, r
+    assert q.mtd(f, token="t4", fetch=1) == 0
+    g = q.addj(name="g")
+    jg = q.fetch("t5")
+    assert jg == g
+    q.addj(name="h")
+    p.both("HSET", Q + b"meta", "paused", "1")
+    assert q.mtd(jg, token="t5", fetch=1) == 0
+    p.both("HDEL", Q + b"meta", "paused")
+    # a concurrency limit reached: nothing fetched
+    p.both("HSET", Q + b"meta", "concurrency", "1")
+    jh = q.fetch("t6")
+    p.both("LPUSH", Q + b"active", "x1")
+    q.addj(name="i")
+    assert q.mtd(jh, token="t6", fetch=1) == 0
+    p.both("LREM", Q + b"active", 0, "x1")
+    p.both("HDEL", Q + b"meta", "concurrency")
+    # a prioritized job is the next one
+    if "addPrioritizedJob" in q.b:
+        prio = q.b["addPrioritizedJob"]
+        from .test_native_scripts import _PRIO_ROLES
+
+        pk = _release_keys(prio, _PRIO_ROLES)
+        for k in p.lua.lrange(Q + b"wait", 0, -1):
+            p.both("LREM", Q + b"wait", 0, k)
+        p.script(prio, pk, _release_add_args(prio, opts={"priority": 2}))
+        p.script(prio, pk, _release_add_args(prio, opts={"priority": 1}))
+        jp = q.fetch("t7")
+        r = q.mtd(jp, token="t7", fetch=1, name="w2")
+        assert isinstance(r, list) and r[1], r
+    # bails (Lua): delay 0 with a fetch (the job is due at once), a due delayed job to promote, a job whose
+    # atm is no integer, a rate limit
+    jz = q.addj(name="z")
+    for k in p.lua.lrange(Q + b"wait", 0, -1)[:-1]:
+        p.both("LREM", Q + b"wait", 0, k)
+    jz = q.fetch("t8")
+    r = q.mtd(jz, token="t8", delay=0, fetch=1)  # (Lua: promoted at once, and fetched again)
+    assert isinstance(r, list) and r[1] == jz, r
+    q.addj(name="y")
+    jy = q.fetch("t9")
+    p.both("ZADD", Q + b"delayed", str(TS * 4096), "due")
+    q.mtd(jy, token="t9", fetch=1)  # (Lua: promotes "due", then fetches it)
+    p.both("ZREM", Q + b"delayed", "due")
+    jx = q.addj(name="x")
+    jx = q.fetch("ta")
+    p.both("HSET", Q + jx, "atm", "x")
+    r = q.mtd(jx, token="ta")
+    assert isinstance(r, tuple) and r[0] == "error", r
+    p.both("DEL", Q + b"delayed")
+
+
+@pytest.mark.parametrize("family", _fams("moveToDelayed"))
+def test_move_to_delayed_oracle(pair: Pair, family: str) -> None:  # noqa: F811
+    """moveToDelayed's common path, fetch-next branches and error codes match the Lua path, and run natively
+    for every installed release family."""
+    import compat.native  # noqa: F401
+    from compat.scripts import native_digests
+
+    bodies = FAMILIES[family]
+    assert native_digests("moveToDelayed").get(sha(bodies["moveToDelayed"])) == "moveToDelayed", family
+    before = _ran(pair, "moveToDelayed")
+    mtd_scenario(Queue(pair, bodies))
+    assert _ran(pair, "moveToDelayed") - before >= 12
+
+
+def _stats_and_monitor(pr: Pair, cycle: Callable[[], None]) -> None:
+    """INFO commandstats after ``cycle()``, and the lines a MONITOR client sees during another, are the same
+    on both servers."""
+    pr.both("CONFIG", "RESETSTAT")
+    cycle()
+    pr.compare()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pr.lua, pr.nat)]
+    assert stats[0] == stats[1]
+    seen = _monitored((pr.lua_srv.port, pr.nat_srv.port), cycle)
+    pr.compare()
+    assert len(seen[0]) > 20
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("family", _fams("moveToDelayed"))
+def test_move_to_delayed_commandstats_and_monitor(pair: Pair, family: str) -> None:  # noqa: F811
+    q = Queue(pair, FAMILIES[family])
+    n = [0]
+
+    def cycle() -> None:
+        n[0] += 1
+        for i in range(3):
+            q.addj(name=f"s{i}")
+        j = q.fetch(f"k{n[0]}")
+        j = q.mtd(j, token=f"k{n[0]}", fetch=1, name="w")[1]
+        q.mtd(j, token=f"k{n[0]}", fields=_fields(failedReason="r"))
+        j = q.fetch(f"k{n[0]}")
+        q.mtd(j, token=f"k{n[0]}", fetch=1)
+        q.mtd(b"missing")
+
+    _stats_and_monitor(pair, cycle)
+
+
+def _durable(tmp_path: Any, run: Callable[[redis.Redis], None], name: str) -> None:
+    """``run`` on a durable server, which is then restarted from its store: the same keyspace (hash fields
+    compared sorted: recovery does not keep a hash's insertion order); ``name`` ran natively."""
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port)
+        run(r)
+        before = dump(r, sort_hashes=True)
+        r.close()
+    finally:
+        srv.stop()
+    assert f"native fast path in use for BullMQ script {name}" in srv.output()
+    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
+    try:
+        r = redis.Redis(port=srv.port)
+        assert dump(r, sort_hashes=True) == before
+        r.close()
+    finally:
+        srv.stop()
+
+
+def _node6() -> dict[str, bytes]:
+    fam = [f for f in FAMILIES if f.startswith("node-6.x")]
+    if not fam:
+        pytest.skip("bullmq 6.x not installed")
+    return FAMILIES[fam[0]]
+
+
+def test_move_to_delayed_persisted(tmp_path: Any) -> None:
+    b = _node6()
+    add, mta, mtd = b["addStandardJob"], b["moveToActive"], b["moveToDelayed"]
+
+    def run(r: redis.Redis) -> None:
+        for body in (add, mta, mtd):
+            r.script_load(body)
+        ak = _release_keys(add, _ADD_ROLES)
+        for i in range(3):
+            r.evalsha(sha(add), len(ak), *ak, *_release_add_args(add, name=f"d{i}"))
+        j = r.evalsha(sha(mta), 11, *MTA_KEYS, *mta_args(token="t0"))[1]
+        k = _keys(mtd, j)
+        assert r.evalsha(sha(mtd), len(k), *k, *mtd_args(j, fields=_fields(failedReason="f"), fetch=1))[1]
+        info = r.execute_command("INFO", "commandstats")
+        assert info
+
+    _durable(tmp_path, run, "moveToDelayed")
