@@ -288,3 +288,125 @@ def test_move_to_delayed_persisted(tmp_path: Any) -> None:
         assert info
 
     _durable(tmp_path, run, "moveToDelayed")
+
+
+# ---- retryJob --------------------------------------------------------------------------------
+def rj_args(job_id: bytes, token: str = "t0", push: str = "LPUSH", fields: bytes | str = "",
+            ts: int = TS + 30) -> list[Any]:
+    return [Q, ts, push, job_id, token, fields]
+
+
+def rj_scenario(q: Queue) -> None:
+    p = q.p
+    rj = lambda j, **kw: q.run("retryJob", j, rj_args(j, **kw))  # noqa: E731
+    a, b = q.addj(name="a"), q.addj(name="b")
+    ja = q.fetch("t0")
+    assert ja == a
+    # the common path: fields to update, the job back in wait (LPUSH), the marker, the waiting event
+    assert rj(ja, fields=_fields(failedReason="boom", stacktrace='["x"]')) == 0
+    jb = q.fetch("t1")
+    assert jb == b
+    assert rj(jb, token="t1", push="RPUSH") == 0  # lifo
+    assert p.lua.lrange(Q + b"wait", 0, -1) == [a, b]
+    # error codes: missing job (-1), another token (-6), lock missing (-2), token "0", not in active (-3)
+    assert rj(b"nope") == -1
+    jb = q.fetch("t2")
+    assert rj(jb, token="other") == -6
+    p.both("DEL", Q + jb + b":lock")
+    assert rj(jb, token="t2") == -2
+    assert rj(jb, token="0", fields=_fields(n=1, x=2.5)) == 0
+    assert rj(jb, token="0") == -3
+    # a paused queue (5.x: the paused list), no marker; then a concurrency limit reached
+    ja = q.fetch("t3")
+    p.both("DEL", Q + b"marker")
+    p.both("HSET", Q + b"meta", "paused", "1")
+    assert rj(ja, token="t3") == 0
+    p.both("HDEL", Q + b"meta", "paused")
+    for k in (b"paused", b"wait"):
+        for j in p.lua.lrange(Q + k, 0, -1):
+            p.both("LREM", Q + k, 0, j)
+            p.both("LPUSH", Q + b"wait", j)
+    ja = q.fetch("t4")
+    p.both("HSET", Q + b"meta", "concurrency", "1")
+    p.both("LPUSH", Q + b"active", "x1")
+    p.both("DEL", Q + b"marker")
+    assert rj(ja, token="t4") == 0
+    p.both("LREM", Q + b"active", 0, "x1")
+    p.both("HDEL", Q + b"meta", "concurrency")
+    # a prioritized job: back to the prioritized zset with the next counter
+    ja = q.fetch("t5")
+    p.both("HSET", Q + ja, "priority", "3")
+    p.both("SET", Q + b"pc", "7")
+    assert rj(ja, token="t5") == 0
+    assert p.lua.zscore(Q + b"prioritized", ja) == 3 * 2**32 + 8
+    # bails (Lua): a delayed job due (promoted first), a priority out of range, an atm that is no integer
+    jb = q.fetch("t6")
+    p.both("ZADD", Q + b"delayed", str(TS * 4096), "due")
+    assert rj(jb, token="t6") == 0
+    jc = q.fetch("t7")
+    p.both("HSET", Q + jc, "priority", "2.5")
+    assert rj(jc, token="t7") == 0
+    jd = q.fetch("t8")
+    p.both("HSET", Q + jd, "atm", "x")
+    r = rj(jd, token="t8")
+    assert isinstance(r, tuple) and r[0] == "error", r
+
+
+@pytest.mark.parametrize("family", _fams("retryJob"))
+def test_retry_job_oracle(pair: Pair, family: str) -> None:  # noqa: F811
+    """retryJob's common path, paused/maxed/prioritized branches and error codes match the Lua path, and run
+    natively for every installed release family."""
+    import compat.native  # noqa: F401
+    from compat.scripts import native_digests
+
+    bodies = FAMILIES[family]
+    assert native_digests("retryJob").get(sha(bodies["retryJob"])) == "retryJob", family
+    before = _ran(pair, "retryJob")
+    rj_scenario(Queue(pair, bodies))
+    assert _ran(pair, "retryJob") - before >= 10
+
+
+@pytest.mark.parametrize("family", _fams("retryJob"))
+def test_retry_job_commandstats_and_monitor(pair: Pair, family: str) -> None:  # noqa: F811
+    q = Queue(pair, FAMILIES[family])
+    n = [0]
+
+    def cycle() -> None:
+        n[0] += 1
+        t = f"k{n[0]}"
+        for i in range(2):
+            q.addj(name=f"s{i}")
+        j = q.fetch(t)
+        q.run("retryJob", j, rj_args(j, token=t, fields=_fields(failedReason="r")))
+        j = q.fetch(t)
+        pair.both("HSET", Q + j, "priority", "2")
+        q.run("retryJob", j, rj_args(j, token=t))
+        j = q.fetch(t)
+        pair.both("HSET", Q + b"meta", "paused", "1")
+        q.run("retryJob", j, rj_args(j, token=t))
+        pair.both("HDEL", Q + b"meta", "paused")
+        while pair.both("RPOPLPUSH", Q + b"paused", Q + b"wait") is not None:
+            pass
+        q.run("retryJob", b"missing", rj_args(b"missing", token=t))
+
+    _stats_and_monitor(pair, cycle)
+
+
+def test_retry_job_persisted(tmp_path: Any) -> None:
+    b = _node6()
+    add, mta, rj = b["addStandardJob"], b["moveToActive"], b["retryJob"]
+
+    def run(r: redis.Redis) -> None:
+        for body in (add, mta, rj):
+            r.script_load(body)
+        ak = _release_keys(add, _ADD_ROLES)
+        for i in range(3):
+            r.evalsha(sha(add), len(ak), *ak, *_release_add_args(add, name=f"d{i}"))
+        for i in range(2):
+            j = r.evalsha(sha(mta), 11, *MTA_KEYS, *mta_args(token="t0"))[1]
+            if i:
+                r.hset(Q + j, "priority", "4")
+            k = _keys(rj, j)
+            assert r.evalsha(sha(rj), len(k), *k, *rj_args(j, fields=_fields(failedReason="f"))) == 0
+
+    _durable(tmp_path, run, "retryJob")

@@ -12,7 +12,7 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_to_delayed``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_to_delayed``, ``retry_job``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -40,6 +40,11 @@ Implemented:
   next job (moveToActive's cases), the -1/-2/-6 codes. Lua: a job missing from active (-3), a delay that
   makes the job due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or
   delays; 5.x before 5.73 (8 keys: their layouts do not tell 5.59+'s LREM-then-score order from 5.41-5.58's).
+* retryJob (npm 5.41+, 6.x; PyPI 2.13+, 3.x: 5.x's getTargetQueueList (2 or 4 meta fields, the paused list)
+  and 5.41-5.57's "prev failed" event as variants): active -> wait (LPUSH/RPUSH), the paused list (5.x, paused),
+  or prioritized (INCR pc), the marker unless paused or maxed, atm + 1, the waiting event; the fields to update;
+  the -1/-2/-3/-6 codes. Lua: delayed jobs due for promotion, fractional or out-of-range priorities, a
+  priority counter at 2**32 - 1, fields that write atm or priority.
 """
 
 from __future__ import annotations
@@ -54,9 +59,10 @@ from . import (
     move_to_active,
     move_to_delayed,
     move_to_finished,
+    retry_job,
 )
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
 __all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_delayed",
-           "move_to_finished"]
+           "move_to_finished", "retry_job"]

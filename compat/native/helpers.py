@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from heapq import heappush
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 from hiredis import pack_command
@@ -480,3 +480,83 @@ def _remove_lock(ctx: Ctx, job_key: bytes, stalled_key: bytes, token: bytes, job
     ctx.call(DEL, [b"DEL", lock_key])
     ctx.call(SREM, [b"SREM", stalled_key, job_id])
     return 0
+
+
+def _leave_active(ctx: Ctx, job_key: bytes, job_id: bytes, exists: bool, lock: int, token: bytes,
+                  stalled_key: bytes, fields: list[bytes] | None, active_key: bytes) -> int:
+    """What moveToDelayed and retryJob open with: EXISTS job (-1 when not ``exists``), removeLock (``lock``
+    from :func:`_lock_state`; -2, -6), updateJobFields (HMSET ``fields``), LREM active -1 job. The script's
+    error code, or how many LREM removed."""
+    ctx.inline(EXISTS, [b"EXISTS", job_key])
+    if not exists:
+        return -1
+    code = _remove_lock(ctx, job_key, stalled_key, token, job_id, lock)
+    if code < 0:
+        return code
+    if fields is not None:
+        ctx.call(HMSET, [b"HMSET", job_key, *fields])
+    return ctx.call(LREM, [b"LREM", active_key, b"-1", job_id])  # type: ignore[no-any-return]
+
+
+def _zadd_prioritized(ctx: Ctx, prio_key: bytes, pc_key: bytes, priority: int, job_id: bytes) -> None:
+    """getPriorityScore + ZADD: INCR the priority counter, the job at priority * 2**32 + counter mod 2**32
+    (the caller checked the priority and the counter: see :func:`_check_pc`)."""
+    counter = ctx.call(INCR, [b"INCR", pc_key])
+    ctx.call(ZADD, [b"ZADD", prio_key, b"%d" % (priority * 0x100000000 + counter % 0x100000000), job_id])
+
+
+def _check_pc(db: Any, pc_key: bytes) -> None:
+    """The priority counter INCR takes, below 2**32 - 1 (5.x up to 5.40 take it modulo 2**48: Lua)."""
+    pc = _check(db, pc_key, bytes)
+    if pc is not None:
+        n = str2int(pc)
+        if n is None or not 0 <= n < 0xFFFFFFFF:
+            raise Bail("priority counter")
+
+
+def _job_priority(v: bytes | None) -> int:
+    """``tonumber(HGET job priority) or 0`` for the native paths: 0 when absent, an integer up to BullMQ's
+    2**21 (priority * 2**32 + counter stays exact); Bail otherwise."""
+    if v is None:
+        return 0
+    n = str2int(v) if _INT_RE.match(v) else None
+    if n is None or not 0 <= n <= 2**21:
+        raise Bail("priority")
+    return n
+
+
+class QueueVariant(NamedTuple):
+    """How a script finds where a job goes: the meta fields its first read takes (getTargetQueueList or
+    isQueuePausedOrMaxed) and whether a paused queue's jobs go to the paused list (5.x)."""
+
+    meta_fields: tuple[bytes, ...]
+    paused_list: bool
+
+
+#: 6.x: isQueuePausedOrMaxed (HMGET meta paused concurrency), the wait list even when paused
+QUEUE_V6 = QueueVariant(_META4[:2], False)
+
+
+def _queue_variant(lay: dict[str, Any], reader: str) -> QueueVariant | None:
+    """The :class:`QueueVariant` of a layout whose main code reads the queue's state with ``reader``'s callee:
+    isQueuePausedOrMaxed (6.x), or 5.x's getTargetQueueList (meta's 2 or 4 fields, then the paused list)."""
+    calls = set(lay.get("calls", ()))
+    reads = lay.get("hash_reads", ())
+    if reader + ">getTargetQueueList" in calls:
+        if "HMGET|paused|concurrency|max|duration" in reads:
+            return QueueVariant(_META4, True)
+        if "HMGET|paused|concurrency" in reads:
+            return QueueVariant(_META4[:2], True)
+        return None
+    if reader + ">isQueuePausedOrMaxed" in calls and "HMGET|paused|concurrency" in reads:
+        return QUEUE_V6
+    return None
+
+
+def _target_queue(ctx: Ctx, v: QueueVariant, meta_key: bytes, limit: int | None, active_key: bytes,
+                  wait_key: bytes, paused_key: bytes) -> tuple[bytes, bool]:
+    """getTargetQueueList / isQueuePausedOrMaxed: (the list a job goes to, paused or maxed); ``limit`` is
+    :func:`_paused_or_maxed_attrs` of meta as it is now (meta a hash or absent: checked)."""
+    ctx.inline(HMGET, [b"HMGET", meta_key, *v.meta_fields])
+    return (paused_key if v.paused_list and limit == -1 else wait_key,
+            _paused_or_maxed(ctx.call, limit, active_key))

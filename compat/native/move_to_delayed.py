@@ -19,13 +19,10 @@ from .helpers import (
     _NUM_RE,
     _PREPARE_HASH,
     _PREPARE_MARKER,
-    EXISTS,
     HGET,
     HINCRBY,
     HMGET,
-    HMSET,
     HSET,
-    LREM,
     ZADD,
     ZRANGEBYSCORE,
     ZREVRANGEBYSCORE,
@@ -36,6 +33,7 @@ from .helpers import (
     _check_stream,
     _counter_ok,
     _job_fields,
+    _leave_active,
     _lock_opts,
     _lock_state,
     _next_delay_reply,
@@ -44,7 +42,6 @@ from .helpers import (
     _paused_or_maxed_attrs,
     _pop_next,
     _prepare_job,
-    _remove_lock,
     _truthy,
     _unpack,
     _writes_events,
@@ -152,15 +149,9 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tup
                 _check_job_for_processing(ctx, keys, prefix, nxt)
     # ---- the script's calls
     call = ctx.call
-    ctx.inline(EXISTS, [b"EXISTS", job_key])
-    if job is None:
-        return -1
-    code = _remove_lock(ctx, job_key, stalled_key, token, job_id, lock)
+    code = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields, active_key)
     if code < 0:
-        return code
-    if fields is not None:
-        call(HMSET, [b"HMSET", job_key, *fields])
-    call(LREM, [b"LREM", active_key, b"-1", job_id])
+        return code  # (the job is in active: checked)
     # getDelayedScore (computed above: nothing wrote the delayed zset since)
     lo = when * 0x1000
     call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
