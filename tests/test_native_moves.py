@@ -410,3 +410,98 @@ def test_retry_job_persisted(tmp_path: Any) -> None:
             assert r.evalsha(sha(rj), len(k), *k, *rj_args(j, fields=_fields(failedReason="f"))) == 0
 
     _durable(tmp_path, run, "retryJob")
+
+
+# ---- promote ---------------------------------------------------------------------------------
+def promote_scenario(q: Queue) -> None:
+    from .test_native_scripts import _DELAYED_ROLES
+
+    p = q.p
+    dly = q.b["addDelayedJob"]
+    dk = _release_keys(dly, _DELAYED_ROLES)
+    ids = [p.script(dly, dk, _release_add_args(dly, name=f"d{i}", opts={"delay": 60000 + i, "attempts": 1}))
+           for i in range(8)]
+    p.compare()
+    pr = lambda j: q.run("promote", j, [Q, j])  # noqa: E731
+    p.both("DEL", Q + b"marker")
+    assert pr(ids[0]) == 0  # to wait, the marker, the waiting event, delay 0
+    assert pr(ids[0]) == -3  # no longer delayed
+    assert pr(b"nope") == -3
+    p.both("HSET", Q + b"meta", "paused", "1")
+    p.both("DEL", Q + b"marker")
+    assert pr(ids[1]) == 0  # paused (5.x: the paused list), no marker
+    p.both("HDEL", Q + b"meta", "paused")
+    p.both("HSET", Q + b"meta", "concurrency", "1")
+    p.both("LPUSH", Q + b"active", "x1")
+    assert pr(ids[2]) == 0  # maxed: no marker
+    p.both("HDEL", Q + b"meta", "concurrency")
+    p.both("HSET", Q + ids[3], "priority", "5")
+    p.both("SET", Q + b"pc", "2")
+    assert pr(ids[3]) == 0
+    assert p.lua.zscore(Q + b"prioritized", ids[3]) == 5 * 2**32 + 3
+    p.both("HSET", Q + ids[4], "priority", "1")
+    p.both("DEL", Q + b"pc")
+    assert pr(ids[4]) == 0
+    p.both("DEL", Q + ids[5])
+    assert pr(ids[5]) == 0  # no job hash: HSET delay 0 makes one, as in Lua
+    # bails (Lua): a legacy marker at the head of wait, a priority out of range
+    p.both("RPUSH", Q + b"wait", "0:1000")
+    assert pr(ids[6]) == 0
+    p.both("HSET", Q + ids[7], "priority", "1.5")
+    assert pr(ids[7]) == 0
+
+
+@pytest.mark.parametrize("family", _fams("promote"))
+def test_promote_oracle(pair: Pair, family: str) -> None:  # noqa: F811
+    """promote's branches (to wait, paused, maxed, prioritized, not delayed) match the Lua path, and run
+    natively for every installed release family."""
+    import compat.native  # noqa: F401
+    from compat.scripts import native_digests
+
+    bodies = FAMILIES[family]
+    assert native_digests("promote").get(sha(bodies["promote"])) == "promote", family
+    before = _ran(pair, "promote")
+    promote_scenario(Queue(pair, bodies))
+    assert _ran(pair, "promote") - before >= 8
+
+
+@pytest.mark.parametrize("family", _fams("promote"))
+def test_promote_commandstats_and_monitor(pair: Pair, family: str) -> None:  # noqa: F811
+    from .test_native_scripts import _DELAYED_ROLES
+
+    q = Queue(pair, FAMILIES[family])
+    dly = q.b["addDelayedJob"]
+    dk = _release_keys(dly, _DELAYED_ROLES)
+
+    def cycle() -> None:
+        ids = [pair.script(dly, dk, _release_add_args(dly, opts={"delay": 60000, "attempts": 1})) for _ in range(3)]
+        q.run("promote", ids[0], [Q, ids[0]])
+        pair.both("HSET", Q + ids[1], "priority", "2")
+        q.run("promote", ids[1], [Q, ids[1]])
+        pair.both("HSET", Q + b"meta", "paused", "1")
+        q.run("promote", ids[2], [Q, ids[2]])
+        pair.both("HDEL", Q + b"meta", "paused")
+        q.run("promote", b"missing", [Q, b"missing"])
+
+    _stats_and_monitor(pair, cycle)
+
+
+def test_promote_persisted(tmp_path: Any) -> None:
+    from .test_native_scripts import _DELAYED_ROLES
+
+    b = _node6()
+    dly, pr = b["addDelayedJob"], b["promote"]
+
+    def run(r: redis.Redis) -> None:
+        for body in (dly, pr):
+            r.script_load(body)
+        dk = _release_keys(dly, _DELAYED_ROLES)
+        for i in range(3):
+            j = r.evalsha(sha(dly), len(dk), *dk, *_release_add_args(dly, opts={"delay": 5000, "attempts": 1}))
+            if i:
+                if i == 2:
+                    r.hset(Q + j, "priority", "3")
+                k = _keys(pr, j)
+                assert r.evalsha(sha(pr), len(k), *k, Q, j) == 0
+
+    _durable(tmp_path, run, "promote")

@@ -12,7 +12,7 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_to_delayed``, ``retry_job``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_to_delayed``, ``retry_job``, ``promote``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -45,6 +45,10 @@ Implemented:
   or prioritized (INCR pc), the marker unless paused or maxed, atm + 1, the waiting event; the fields to update;
   the -1/-2/-3/-6 codes. Lua: delayed jobs due for promotion, fractional or out-of-range priorities, a
   priority counter at 2**32 - 1, fields that write atm or priority.
+* promote (npm 5.41+, 6.x; PyPI 2.13+, 3.x; 5.x's getTargetQueueList as a variant): delayed -> wait (the
+  paused list on a paused 5.x queue) or prioritized, the marker unless paused or maxed, the waiting event,
+  delay 0; -3 for a job not delayed. Lua: a legacy ``0:`` marker at the head of the target list, fractional
+  or out-of-range priorities.
 """
 
 from __future__ import annotations
@@ -59,10 +63,11 @@ from . import (
     move_to_active,
     move_to_delayed,
     move_to_finished,
+    promote,
     retry_job,
 )
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
 __all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_delayed",
-           "move_to_finished", "retry_job"]
+           "move_to_finished", "promote", "retry_job"]
