@@ -505,3 +505,74 @@ def test_promote_persisted(tmp_path: Any) -> None:
                 assert r.evalsha(sha(pr), len(k), *k, Q, j) == 0
 
     _durable(tmp_path, run, "promote")
+
+
+# ---- real clients ------------------------------------------------------------------------------
+_NODE_RETRIES = r"""
+const path = require('path');
+const [port, dir] = process.argv.slice(1);
+const { Queue, Worker } = require(require.resolve('bullmq', { paths: [path.resolve(dir)] }));
+const connection = { host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: null };
+(async () => {
+  const q = new Queue('moves', { connection });
+  await q.obliterate({ force: true }).catch(() => {});
+  await q.add('backoff', { i: 1 }, { attempts: 3, backoff: { type: 'fixed', delay: 150 } });
+  await q.add('retry', { i: 2 }, { attempts: 2 });
+  const later = await q.add('later', { i: 3 }, { delay: 600000 });
+  const tries = {};
+  const w = new Worker('moves', async (job) => {
+    tries[job.name] = (tries[job.name] || 0) + 1;
+    if (job.name === 'backoff' && tries.backoff < 3) throw new Error('backoff ' + tries.backoff);
+    if (job.name === 'retry' && tries.retry < 2) throw new Error('retry once');
+    return job.data.i;
+  }, { connection, concurrency: 1, name: 'wm' });
+  await later.promote();
+  const end = Date.now() + 30000;
+  let c;
+  while (Date.now() < end) {
+    c = await q.getJobCounts('completed', 'failed', 'delayed', 'wait', 'active');
+    if (c.completed === 3) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const jobs = (await q.getJobs(['completed'])).sort((a, b) => a.data.i - b.data.i);
+  process.stdout.write(JSON.stringify({ c, jobs: jobs.map((j) => [j.name, j.attemptsMade, j.failedReason || null,
+    j.returnvalue, JSON.parse(JSON.stringify(j.stacktrace)).length]) }));
+  await w.close();
+  await q.close();
+  process.exit(0);
+})().catch((e) => { process.stdout.write(JSON.stringify({ error: String(e.stack || e) })); process.exit(1); });
+"""
+
+
+@pytest.mark.parametrize("client_dir", ["interop/bullmq5", "interop"], ids=["npm-5.x", "npm-6.x"])
+def test_node_client_retries_natively(client_dir: str) -> None:
+    """A real Node BullMQ worker retries a job after a backoff (moveToDelayed), one at once (retryJob), and a
+    delayed job is promoted (promote): the outcome is Lua's, and the three ran natively."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    from .servers import ROOT
+
+    d = os.path.join(ROOT, client_dir)
+    if shutil.which("node") is None or not os.path.isdir(os.path.join(d, "node_modules", "bullmq")):
+        pytest.skip(f"no bullmq in {client_dir}/node_modules")
+    outs = {}
+    for mode in ("on", "off"):
+        srv = start_respqueue("--durability", "memory", "--native-scripts", mode, "--log-level", "debug")
+        try:
+            p = subprocess.run(["node", "-e", _NODE_RETRIES, str(srv.port), d], capture_output=True, text=True,
+                               timeout=120, cwd=ROOT)
+            outs[mode] = json.loads(p.stdout)
+        finally:
+            srv.stop()
+        if mode == "on":
+            log = srv.output()
+            for n in ("moveToDelayed", "retryJob", "promote"):
+                assert f"native {n}: ran" in log, n
+            assert "after writing" not in log and "Traceback" not in log
+    assert "error" not in outs["on"], outs["on"]
+    assert outs["on"] == outs["off"]
+    assert outs["on"]["c"]["completed"] == 3
+    assert [j[1] for j in outs["on"]["jobs"]] == [3, 2, 1]  # (attemptsMade counts the last try too)
