@@ -4,6 +4,7 @@ commandstats, MONITOR lines, the branches each script has, and a restart from th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -576,3 +577,44 @@ def test_node_client_retries_natively(client_dir: str) -> None:
     assert outs["on"] == outs["off"]
     assert outs["on"]["c"]["completed"] == 3
     assert [j[1] for j in outs["on"]["jobs"]] == [3, 2, 1]  # (attemptsMade counts the last try too)
+
+
+# ---- every scanned release (opt-in) ------------------------------------------------------------------
+#: RESPQUEUE_BODIES_DIR=<dir> runs the three scenarios with each release's scripts from <dir>/<release>/
+#: <name>-<numkeys>.lua (the bodies exactly as each client sends them; kept outside the project), for the
+#: releases whose digest of the script runs natively
+_BODIES = os.environ.get("RESPQUEUE_BODIES_DIR", "")
+
+
+def _release_bodies(rel: str) -> dict[str, bytes]:
+    out = {}
+    for f in os.listdir(os.path.join(_BODIES, rel)):
+        if f.endswith(".lua"):
+            with open(os.path.join(_BODIES, rel, f), "rb") as fh:
+                out[f.rsplit("-", 1)[0]] = fh.read()
+    return out
+
+
+_SWEEP = (("moveToDelayed", mtd_scenario), ("retryJob", rj_scenario), ("promote", promote_scenario))
+
+
+@pytest.mark.skipif(not _BODIES, reason="RESPQUEUE_BODIES_DIR not set (opt-in sweep over every release)")
+@pytest.mark.parametrize("release", sorted(os.listdir(_BODIES)) if _BODIES and os.path.isdir(_BODIES) else [])
+def test_release_sweep(pair: Pair, release: str) -> None:  # noqa: F811
+    import compat.native  # noqa: F401
+    from compat.scripts import SCRIPTS, native_digests
+
+    bodies = _release_bodies(release)
+    ran = 0
+    for name, scenario in _SWEEP:
+        s = sha(bodies[name]) if name in bodies else None
+        if s is None or native_digests(name).get(s) != name:
+            assert s is None or s.encode() in SCRIPTS
+            continue
+        pair.flush()
+        before = _ran(pair, name)
+        scenario(Queue(pair, bodies))
+        assert _ran(pair, name) > before, (release, name)
+        ran += 1
+    if ran == 0:
+        pytest.skip(f"{release}: none of the three runs natively")
