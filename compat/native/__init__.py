@@ -34,12 +34,12 @@ Implemented:
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
-* moveToDelayed (npm 5.73+, 6.x; PyPI 2.20+, 3.x: the releases that can fetch the next job, 12 keys with
-  the paused list as a variant): active -> delayed (removeLock, the fields to update, getDelayedScore's
-  slot, attempts counted or skipped, the delayed event, the delay marker), with or without fetching the
-  next job (moveToActive's cases), the -1/-2/-6 codes. Lua: a job missing from active (-3), a delay that
-  makes the job due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or
-  delays; 5.x before 5.73 (8 keys: their layouts do not tell 5.59+'s LREM-then-score order from 5.41-5.58's).
+* moveToDelayed (npm 5.39+, 6.x; PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused list, and
+  5.39-5.72's 8 keys that fetch nothing, 5.39-5.58 scoring the job before its LREM): active -> delayed
+  (removeLock, the fields to update, getDelayedScore's slot, attempts counted or skipped, the delayed event,
+  the delay marker), with or without fetching the next job (moveToActive's cases), the -1/-2/-6 codes. Lua:
+  a job missing from active (-3), a delay that makes the job due at once (or delayed jobs due) with a fetch,
+  rate limits, fractional timestamps or delays; npm 5.0-5.38.
 * retryJob (npm 5.41+, 6.x; PyPI 2.13+, 3.x: 5.x's getTargetQueueList (2 or 4 meta fields, the paused list)
   and 5.41-5.57's "prev failed" event as variants): active -> wait (LPUSH/RPUSH), the paused list (5.x, paused),
   or prioritized (INCR pc), the marker unless paused or maxed, atm + 1, the waiting event; the fields to update;

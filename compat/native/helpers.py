@@ -488,10 +488,10 @@ def _remove_lock(ctx: Ctx, job_key: bytes, stalled_key: bytes, token: bytes, job
 
 
 def _leave_active(ctx: Ctx, job_key: bytes, job_id: bytes, exists: bool, lock: int, token: bytes,
-                  stalled_key: bytes, fields: list[bytes] | None, active_key: bytes) -> int:
+                  stalled_key: bytes, fields: list[bytes] | None, active_key: bytes | None) -> int:
     """What moveToDelayed and retryJob open with: EXISTS job (-1 when not ``exists``), removeLock (``lock``
-    from :func:`_lock_state`; -2, -6), updateJobFields (HMSET ``fields``), LREM active -1 job. The script's
-    error code, or how many LREM removed."""
+    from :func:`_lock_state`; -2, -6), updateJobFields (HMSET ``fields``); then (unless ``active_key`` is
+    None: the caller does it) LREM active -1 job. The script's error code, or how many LREM removed."""
     ctx.inline(EXISTS, [b"EXISTS", job_key])
     if not exists:
         return -1
@@ -500,6 +500,8 @@ def _leave_active(ctx: Ctx, job_key: bytes, job_id: bytes, exists: bool, lock: i
         return code
     if fields is not None:
         ctx.call(HMSET, [b"HMSET", job_key, *fields])
+    if active_key is None:
+        return 0
     return ctx.call(LREM, [b"LREM", active_key, b"-1", job_id])  # type: ignore[no-any-return]
 
 

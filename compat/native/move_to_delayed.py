@@ -3,7 +3,7 @@ or Job.moveToDelayed), optionally fetching the next job."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
 from respqueue.types.hash import Hash
@@ -23,6 +23,7 @@ from .helpers import (
     HINCRBY,
     HMGET,
     HSET,
+    LREM,
     ZADD,
     ZRANGEBYSCORE,
     ZREVRANGEBYSCORE,
@@ -56,51 +57,79 @@ _MTD_ARGV = ["key prefix", "timestamp", "the id of the job", "queue token", "del
              "optional job fields to update", "fetch next", "opts"]
 _MTD_OPTS = frozenset({"limiter", "lockDuration", "maxLenEvents", "name", "token"})
 _MTD_CALLS = frozenset({"main>removeLock", "main>updateJobFields", "main>getDelayedScore", "main>getOrSetMaxEvents",
-                        "main>fetchNextJob", "main>addDelayMarkerIfNeeded", "fetchNextJob>promoteDelayedJobs",
-                        "fetchNextJob>prepareJobForProcessing", _PREPARE_MARKER})
-_MTD_EVENTS = ("event|delayed|jobId|?|delay|?", "event|active|jobId|?|prev|waiting")
-_MTD_HASH_WRITES = frozenset({"HMSET|?", "HSET|delay|?", _PREPARE_HASH})
-#: (wait key's position, priority counter's position): 6.3+ (11 keys)
-MTD_V6 = (8, 10)
+                        "main>addDelayMarkerIfNeeded"})
+_MTD_FETCH_CALLS = frozenset({"main>fetchNextJob", "fetchNextJob>promoteDelayedJobs",
+                              "fetchNextJob>prepareJobForProcessing", _PREPARE_MARKER})
+_MTD_EVENTS = ("event|delayed|jobId|?|delay|?",)
+_MTD_HASH_WRITES = frozenset({"HMSET|?", "HSET|delay|?"})
+#: the main code's calls, in order (5.59+: LREM, then getDelayedScore)
+_MTD_MAIN = ["EXISTS", "removeLock", "updateJobFields", "LREM", "getDelayedScore", "HINCRBY", "HSET",
+             "getOrSetMaxEvents", "ZADD", "XADD"]
+#: 5.39-5.58: getDelayedScore, then LREM
+_MTD_MAIN_SCORE_FIRST = _MTD_MAIN[:3] + ["getDelayedScore", "LREM"] + _MTD_MAIN[5:]
+
+
+class MtdVariant(NamedTuple):
+    wait: int | None  # the wait key's position (the fetch's keys; None: the release fetches nothing)
+    pc: int | None  # the priority counter's position
+    score_first: bool  # getDelayedScore before LREM (5.39-5.58)
+
+
+#: 6.3+ (11 keys)
+MTD_V6 = MtdVariant(8, 10, False)
 
 
 def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
-    """moveToDelayed: the releases that can fetch the next job (npm 5.73+, 6.x, PyPI 2.20+, 3.x; 11 keys, or
-    12 with the paused list), whose fetch reads meta's paused concurrency max duration and re-adds the marker.
-    (5.41-5.72 take 8 keys and fetch nothing; 5.59+ run LREM before getDelayedScore, 5.41-5.58 after it, which
-    their layouts do not tell apart: they stay on Lua.)"""
-    keys = lay.get("keys")
-    if keys == _MTD_KEYS and numkeys == 11:
-        v = MTD_V6
-    elif keys == _MTD_KEYS_PAUSED and numkeys == 12:
-        v = (8, 11)
+    """moveToDelayed: the releases with 6.x's keys and ARGV, the fetch's or not: npm 5.73+, 6.x, PyPI 2.20+,
+    3.x fetch the next job (11 keys, or 12 with the paused list), reading meta's paused concurrency max
+    duration and re-adding the marker; npm 5.39-5.72 and PyPI 2.13-2.19 take 8 keys and 7 ARGV and fetch
+    nothing (5.39-5.58 score the job before its LREM). Decided by the main code's call order."""
+    keys, argv, main = lay.get("keys"), lay.get("argv"), lay.get("main")
+    calls = set(lay.get("calls", ()))
+    if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:7]:
+        if main == _MTD_MAIN + ["addDelayMarkerIfNeeded"]:
+            v = MtdVariant(None, None, False)
+        elif main == _MTD_MAIN_SCORE_FIRST + ["addDelayMarkerIfNeeded"]:
+            v = MtdVariant(None, None, True)
+        else:
+            return None
+    elif argv == _MTD_ARGV and main == _MTD_MAIN + ["fetchNextJob", "addDelayMarkerIfNeeded"]:
+        if keys == _MTD_KEYS and numkeys == 11:
+            v = MTD_V6
+        elif keys == _MTD_KEYS_PAUSED and numkeys == 12:
+            v = MtdVariant(8, 11, False)
+        else:
+            return None
+        if not _MTD_FETCH_CALLS <= calls or not calls & {"fetchNextJob>getQueueMetadata",
+                                                         "fetchNextJob>getTargetQueueList"}:
+            return None
+        if not set(lay.get("unpacked", {}).get("ARGV9", ())) <= _MTD_OPTS:
+            return None
+        if "event|active|jobId|?|prev|waiting" not in lay.get("events", ()):
+            return None
+        if _PREPARE_HASH not in lay.get("hash_writes", ()):
+            return None
+        if "HMGET|paused|concurrency|max|duration" not in lay.get("hash_reads", ()):
+            return None
     else:
         return None
-    if lay.get("argv") != _MTD_ARGV:
-        return None
-    calls = set(lay.get("calls", ()))
-    if not _MTD_CALLS <= calls or not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList"}:
-        return None
-    if not set(lay.get("unpacked", {}).get("ARGV9", ())) <= _MTD_OPTS or not _writes_events(lay, _MTD_EVENTS):
+    if not _MTD_CALLS <= calls or not _writes_events(lay, _MTD_EVENTS):
         return None
     if not _MTD_HASH_WRITES <= set(lay.get("hash_writes", ())):
-        return None
-    if "HMGET|paused|concurrency|max|duration" not in lay.get("hash_reads", ()):
         return None
     return True if v == MTD_V6 else v
 
 
 @native("moveToDelayed", _accept_mtd)
-def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[int, int] = MTD_V6) -> Any:
-    """KEYS: marker active prioritized delayed job events meta stalled wait limiter [paused] pc;
-    ARGV: prefix timestamp jobId token delay skipAttempt [fields] [fetchNext] [opts]."""
+def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtdVariant = MTD_V6) -> Any:
+    """KEYS: marker active prioritized delayed job events meta stalled [wait limiter [paused] pc];
+    ARGV: prefix timestamp jobId token delay skipAttempt [fields] [fetchNext opts]."""
     if len(argv) < 6 or len(set(keys)) != len(keys):
         raise Bail("args")
     prefix, ts, job_id, token, delay_raw, skip = argv[:6]
     fields = _job_fields(argv[6] if len(argv) > 6 else None)
-    fetch = len(argv) > 7 and argv[7] == b"1"
+    fetch = variant.wait is not None and len(argv) > 7 and argv[7] == b"1"
     marker_key, active_key, prio_key, delayed_key, job_key, events_key, meta_key, stalled_key = keys[:8]
-    wait_key, pc_key = keys[variant[0]], keys[variant[1]]
     if job_key + b":lock" in keys:
         raise Bail("key clash")
     if not _INT_RE.match(delay_raw) or not (len(ts) <= 16 and ts.isdigit()) and not _NUM_RE.match(ts):
@@ -142,6 +171,7 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tup
             if when * 0x1000 <= upto:
                 raise Bail("the job is due at once")  # promoteDelayedJobs would move it
             _check_nothing_due(db.lookup(delayed_key), upto)
+            wait_key, pc_key = keys[variant.wait], keys[variant.pc]  # type: ignore[index]
             nxt = _next_job_id(_check(db, wait_key, List), _check(db, prio_key, ZSet))
             if nxt is not None:
                 if nxt == job_id:
@@ -149,13 +179,17 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tup
                 _check_job_for_processing(ctx, keys, prefix, nxt)
     # ---- the script's calls
     call = ctx.call
-    code = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields, active_key)
+    first = variant.score_first
+    code = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields,
+                         None if first else active_key)
     if code < 0:
         return code  # (the job is in active: checked)
-    # getDelayedScore (computed above: nothing wrote the delayed zset since)
+    # getDelayedScore (computed above: nothing wrote the delayed zset since), before or after the LREM
     lo = when * 0x1000
     call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
                             b"LIMIT", b"0", b"1"])
+    if first:
+        call(LREM, [b"LREM", active_key, b"-1", job_id])
     if skip == b"0":
         call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
     call(HSET, [b"HSET", job_key, b"delay", delay_raw])
