@@ -174,7 +174,7 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mtd
             wait_key, pc_key = keys[variant.wait], keys[variant.pc]  # type: ignore[index]
             nxt = _next_job_id(_check(db, wait_key, List), _check(db, prio_key, ZSet))
             if nxt is not None:
-                if nxt == job_id:
+                if nxt == job_id or prefix + nxt in (job_key, job_key + b":lock"):
                     raise Bail("next job is this job")
                 _check_job_for_processing(ctx, keys, prefix, nxt)
     # ---- the script's calls
