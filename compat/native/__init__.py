@@ -13,8 +13,8 @@ compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
 ``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and
-extendLocks), ``is_finished``, ``get_counts``, ``change_priority``. Importing this package registers them, and
-the router with the core's scripting commands.
+extendLocks), ``is_finished``, ``get_counts``, ``change_priority``, ``move_to_delayed``, ``retry_job``,
+``promote``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -54,6 +54,21 @@ as the Lua path's calls).
   concurrency, active or missing jobs. Lua: 5.0-5.8's 6-key texts, priorities other than a plain integer
   0..2^21, a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1, meta's concurrency
   not an integer, a key of another type, coinciding keys, too few arguments.
+* moveToDelayed (npm 5.39+, 6.x; PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused list, and
+  5.39-5.72's 8 keys that fetch nothing, 5.39-5.58 scoring the job before its LREM): active -> delayed
+  (removeLock, the fields to update, getDelayedScore's slot, attempts counted or skipped, the delayed event,
+  the delay marker), with or without fetching the next job (moveToActive's cases), the -1/-2/-6 codes. Lua:
+  a job missing from active (-3), a delay that makes the job due at once (or delayed jobs due) with a fetch,
+  rate limits, fractional timestamps or delays; npm 5.0-5.38.
+* retryJob (npm 5.41+, 6.x; PyPI 2.13+, 3.x: 5.x's getTargetQueueList (2 or 4 meta fields, the paused list)
+  and 5.41-5.57's "prev failed" event as variants): active -> wait (LPUSH/RPUSH), the paused list (5.x, paused),
+  or prioritized (INCR pc), the marker unless paused or maxed, atm + 1, the waiting event; the fields to update;
+  the -1/-2/-3/-6 codes. Lua: delayed jobs due for promotion, fractional or out-of-range priorities, a
+  priority counter at 2**32 - 1, fields that write atm or priority.
+* promote (npm 5.41+, 6.x; PyPI 2.13+, 3.x; 5.x's getTargetQueueList as a variant): delayed -> wait (the
+  paused list on a paused 5.x queue) or prioritized, the marker unless paused or maxed, the waiting event,
+  delay 0; -3 for a job not delayed. Lua: a legacy ``0:`` marker at the head of the target list, fractional
+  or out-of-range priorities.
 """
 
 from __future__ import annotations
@@ -70,10 +85,14 @@ from . import (
     get_counts,
     is_finished,
     move_to_active,
+    move_to_delayed,
     move_to_finished,
+    promote,
+    retry_job,
 )
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
 __all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "change_priority", "extend_lock",
-           "get_counts", "is_finished", "move_to_active", "move_to_finished"]
+           "get_counts", "is_finished", "move_to_active", "move_to_delayed", "move_to_finished", "promote",
+           "retry_job"]

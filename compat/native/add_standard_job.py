@@ -30,11 +30,12 @@ from .helpers import (
     RPUSH,
     XADD,
     ZADD,
-    ZRANGE,
     ZREVRANGEBYSCORE,
+    _add_delay_marker,
     _arg,
     _check,
     _check_meta,
+    _check_pc,
     _check_stream,
     _num,
     _opts_with_json,
@@ -44,6 +45,7 @@ from .helpers import (
     _writes_events,
     _xadd_star,
     _zadd_marker,
+    _zadd_prioritized,
 )
 
 _log = logging.getLogger("respqueue.native")
@@ -262,11 +264,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         _check(db, marker_key, ZSet)
     elif v.prio is not None:
         _check(db, keys[v.prio], ZSet)
-        pc = _check(db, keys[v.pc], bytes)
-        if pc is not None:
-            n = str2int(pc)
-            if n is None or not 0 <= n < 0xFFFFFFFF:
-                raise Bail("priority counter")  # (5.x up to 5.40 take it modulo 2**48, later modulo 2**32)
+        _check_pc(db, keys[v.pc])
     else:
         _check(db, wait_key, List)
     if active_key is not None:
@@ -297,9 +295,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
                          b"delay", b"%d" % dwhen])
         if call(HEXISTS, [b"HEXISTS", meta_key, b"paused"]) != 1:
-            nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
-            if len(nxt) >= 2:
-                call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), v.delay_marker])
+            _add_delay_marker(ctx, marker_key, delayed_key, v.delay_marker)
         return job_id
     if v.delayed is not None:
         # addDelayedJob: getDelayedScore (computed above; nothing wrote the delayed zset since), ZADD, the
@@ -311,9 +307,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
         _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
                          b"delay", b"%d" % dwhen])
-        nxt = call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
-        if len(nxt) >= 2:
-            call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), v.delay_marker])
+        _add_delay_marker(ctx, marker_key, delayed_key, v.delay_marker)
         return job_id
     meta = db.lookup(meta_key)
     if active_key is None:
@@ -334,8 +328,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         paused_or_maxed = call(LLEN, [b"LLEN", active_key]) >= limit
     if v.prio is not None:
         # addJobWithPriority: score = priority * 2**32 + INCR(pc) mod 2**32
-        counter = call(INCR, [b"INCR", keys[v.pc]])
-        call(ZADD, [b"ZADD", keys[v.prio], b"%d" % (prio * 0x100000000 + counter % 0x100000000), job_id])
+        _zadd_prioritized(ctx, keys[v.prio], keys[v.pc], prio, job_id)
     elif v.marker_first and not paused_or_maxed:
         _zadd_marker(ctx, marker_key)
     if v.prio is None:

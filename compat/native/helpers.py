@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from heapq import heappush
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 from hiredis import pack_command
@@ -203,6 +203,24 @@ _PREPARE_MARKER = "prepareJobForProcessing>addBaseMarkerIfNeeded"
 #: slot, releases before include it
 _BOUND_BELOW = '0|(timestamp + 1) * 0x1000 - 1|"LIMIT"|0|1000'
 _BOUND_AT = '0|(timestamp + 1) * 0x1000|"LIMIT"|0|1000'
+
+
+def _check_nothing_due(delayed: Any, upto: float) -> None:
+    """promoteDelayedJobs would move nothing: no job of ``delayed`` (a zset, or None) scores ``upto`` or less;
+    Bail otherwise (the native paths leave promotion to Lua)."""
+    if delayed is not None:
+        lo, hi = delayed.score_span(0.0, False, upto, False)
+        if hi > lo:
+            raise Bail("delayed jobs to promote")
+
+
+def _next_job_id(wait: Any, prio: Any) -> bytes | None:
+    """The job a fetch takes next: the wait list's last, else the prioritized zset's first (either None)."""
+    if wait:
+        return wait.get(len(wait) - 1)  # type: ignore[no-any-return]
+    if prio:
+        return next(prio.items())[1]  # type: ignore[no-any-return]
+    return None
 
 
 def _paused_or_maxed(call: Any, limit: int | None, active_key: bytes) -> bool:
@@ -425,3 +443,139 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
     ctx.inline(HGETALL, [b"HGETALL", job_key])
     return _active_reply(h, job_id)
+
+
+# ---- what moveToDelayed / retryJob / promote share ---------------------------------
+def _add_delay_marker(ctx: Ctx, marker_key: bytes, delayed_key: bytes, member: bytes = b"1") -> None:
+    """addDelayMarkerIfNeeded: ZRANGE delayed 0 0 WITHSCORES, then ZADD marker <first score / 4096> <member>
+    when the delayed zset holds a job (the caller checked that its first score is an integer below 2**53;
+    the member is "1", "0" in npm 5.0.0)."""
+    nxt = ctx.call(ZRANGE, [b"ZRANGE", delayed_key, b"0", b"0", b"WITHSCORES"])
+    if len(nxt) >= 2:
+        ctx.call(ZADD, [b"ZADD", marker_key, _num(float(nxt[1]) / 0x1000), member])
+
+
+def _job_fields(raw: bytes | None) -> list[bytes] | None:
+    """updateJobFields' HMSET arguments (``cmsgpack.unpack`` of ARGV, a flat name/value array), or None when
+    the argument is absent or empty; Bail on anything but a non-empty even array of strings and numbers."""
+    if not raw:
+        return None
+    v = _unpack(raw)
+    if type(v) is not list or not v or len(v) % 2:
+        raise Bail("fields to update")
+    return [_arg(x) for x in v]
+
+
+def _counter_ok(v: bytes | None) -> bool:
+    """A job hash counter (atm, ats) that HINCRBY 1 takes: absent, or an integer below 2**63 - 1."""
+    if v is None:
+        return True
+    n = str2int(v)
+    return n is not None and n < _INT64_MAX
+
+
+def _lock_state(db: Any, job_key: bytes, token: bytes) -> int:
+    """removeLock's outcome, read before any write: 0 (no lock to remove: token "0"), 1 (the lock holds
+    ``token``: DEL it, SREM the stalled set), -2 (no lock) or -6 (another token)."""
+    if token == b"0":
+        return 0
+    lock = _check(db, job_key + b":lock", bytes)
+    if lock is None:
+        return -2
+    return 1 if lock == token else -6
+
+
+def _remove_lock(ctx: Ctx, job_key: bytes, stalled_key: bytes, token: bytes, job_id: bytes, state: int) -> int:
+    """removeLock, ``state`` from :func:`_lock_state`: GET the lock (its value known), DEL it and SREM the job
+    from the stalled set when it is ``token``'s; the script's error code (-2, -6) or 0."""
+    if state == 0:
+        return 0
+    lock_key = job_key + b":lock"
+    ctx.inline(GET, [b"GET", lock_key])
+    if state < 0:
+        return state
+    ctx.call(DEL, [b"DEL", lock_key])
+    ctx.call(SREM, [b"SREM", stalled_key, job_id])
+    return 0
+
+
+def _leave_active(ctx: Ctx, job_key: bytes, job_id: bytes, exists: bool, lock: int, token: bytes,
+                  stalled_key: bytes, fields: list[bytes] | None, active_key: bytes | None) -> int:
+    """What moveToDelayed and retryJob open with: EXISTS job (-1 when not ``exists``), removeLock (``lock``
+    from :func:`_lock_state`; -2, -6), updateJobFields (HMSET ``fields``); then (unless ``active_key`` is
+    None: the caller does it) LREM active -1 job. The script's error code, or how many LREM removed."""
+    ctx.inline(EXISTS, [b"EXISTS", job_key])
+    if not exists:
+        return -1
+    code = _remove_lock(ctx, job_key, stalled_key, token, job_id, lock)
+    if code < 0:
+        return code
+    if fields is not None:
+        ctx.call(HMSET, [b"HMSET", job_key, *fields])
+    if active_key is None:
+        return 0
+    return ctx.call(LREM, [b"LREM", active_key, b"-1", job_id])  # type: ignore[no-any-return]
+
+
+def _zadd_prioritized(ctx: Ctx, prio_key: bytes, pc_key: bytes, priority: int, job_id: bytes) -> None:
+    """getPriorityScore + ZADD: INCR the priority counter, the job at priority * 2**32 + counter mod 2**32
+    (the caller checked the priority and the counter: see :func:`_check_pc`)."""
+    counter = ctx.call(INCR, [b"INCR", pc_key])
+    ctx.call(ZADD, [b"ZADD", prio_key, b"%d" % (priority * 0x100000000 + counter % 0x100000000), job_id])
+
+
+def _check_pc(db: Any, pc_key: bytes) -> None:
+    """The priority counter INCR takes, below 2**32 - 1 (5.x up to 5.40 take it modulo 2**48: Lua)."""
+    pc = _check(db, pc_key, bytes)
+    if pc is not None:
+        n = str2int(pc)
+        if n is None or not 0 <= n < 0xFFFFFFFF:
+            raise Bail("priority counter")
+
+
+def _job_priority(v: bytes | None) -> int:
+    """``tonumber(HGET job priority) or 0`` for the native paths: 0 when absent, an integer up to BullMQ's
+    2**21 (priority * 2**32 + counter stays exact); Bail otherwise."""
+    if v is None:
+        return 0
+    n = str2int(v) if _INT_RE.match(v) else None
+    if n is None or not 0 <= n <= 2**21:
+        raise Bail("priority")
+    return n
+
+
+class QueueVariant(NamedTuple):
+    """How a script finds where a job goes: the meta fields its first read takes (getTargetQueueList or
+    isQueuePausedOrMaxed) and whether a paused queue's jobs go to the paused list (5.x)."""
+
+    meta_fields: tuple[bytes, ...]
+    paused_list: bool
+
+
+#: 6.x: isQueuePausedOrMaxed (HMGET meta paused concurrency), the wait list even when paused
+QUEUE_V6 = QueueVariant(_META4[:2], False)
+
+
+def _queue_variant(lay: dict[str, Any], reader: str) -> QueueVariant | None:
+    """The :class:`QueueVariant` of a layout whose main code reads the queue's state with ``reader``'s callee:
+    isQueuePausedOrMaxed (6.x), or 5.x's getTargetQueueList (meta's 2 or 4 fields, then the paused list)."""
+    calls = set(lay.get("calls", ()))
+    reads = lay.get("hash_reads", ())
+    if reader + ">getTargetQueueList" in calls:
+        if "HMGET|paused|concurrency|max|duration" in reads:
+            return QueueVariant(_META4, True)
+        if "HMGET|paused|concurrency" in reads:
+            return QueueVariant(_META4[:2], True)
+        return None
+    if reader + ">isQueuePausedOrMaxed" in calls and "HMGET|paused|concurrency" in reads:
+        return QUEUE_V6
+    return None
+
+
+def _target_queue(ctx: Ctx, v: QueueVariant, meta_key: bytes, limit: int | None, active_key: bytes,
+                  wait_key: bytes, paused_key: bytes) -> tuple[bytes, bool]:
+    """getTargetQueueList / isQueuePausedOrMaxed: (the list a job goes to, paused or maxed); ``limit`` is
+    :func:`_paused_or_maxed_attrs` of meta as it is now (meta a hash or absent: checked)."""
+    ctx.inline(HMGET, [b"HMGET", meta_key, *v.meta_fields])
+    return (paused_key if v.paused_list and limit == -1 else wait_key,
+            _paused_or_maxed(ctx.call, limit, active_key))

@@ -45,12 +45,14 @@ from .helpers import (
     ZRANGEBYSCORE,
     _check,
     _check_job_for_processing,
+    _check_nothing_due,
     _check_stream,
     _hincr1,
     _hset,
     _lock_opts,
     _meta_variant,
     _next_delay_reply,
+    _next_job_id,
     _paused_or_maxed,
     _paused_or_maxed_attrs,
     _pop_next,
@@ -371,15 +373,8 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
             raise Bail("rate limiter")
         _check(db, marker_key, ZSet)
         upto = (float(ts) + 1) * 0x1000 - (1 if variant.bound_below else 0)
-        if delayed is not None:
-            lo, hi = delayed.score_span(0.0, False, upto, False)
-            if hi > lo:
-                raise Bail("delayed jobs to promote")
-        nxt = None
-        if wait:
-            nxt = wait.get(len(wait) - 1)
-        elif prio:
-            nxt = next(prio.items())[1]
+        _check_nothing_due(delayed, upto)
+        nxt = _next_job_id(wait, prio)
         if nxt is not None:
             if nxt == job_id:
                 raise Bail("next job is this job")

@@ -1,0 +1,216 @@
+"""Native moveToDelayed: a job in active goes to the delayed zset (a failed job retried after a backoff delay,
+or Job.moveToDelayed), optionally fetching the next job."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from lua.convert import format_number_arg
+from respqueue.types.hash import Hash
+from respqueue.types.list import List
+from respqueue.types.set import Set
+from respqueue.types.zset import ZSet
+
+from ..scripts import Bail, Ctx, native
+from .add_standard_job import _delayed_score
+from .helpers import (
+    _INT_RE,
+    _META4,
+    _NUM_RE,
+    _PREPARE_HASH,
+    _PREPARE_MARKER,
+    HGET,
+    HINCRBY,
+    HMGET,
+    HSET,
+    LREM,
+    ZADD,
+    ZRANGEBYSCORE,
+    ZREVRANGEBYSCORE,
+    _add_delay_marker,
+    _check,
+    _check_job_for_processing,
+    _check_nothing_due,
+    _check_stream,
+    _counter_ok,
+    _job_fields,
+    _leave_active,
+    _lock_opts,
+    _lock_state,
+    _next_delay_reply,
+    _next_job_id,
+    _paused_or_maxed,
+    _paused_or_maxed_attrs,
+    _pop_next,
+    _prepare_job,
+    _truthy,
+    _unpack,
+    _writes_events,
+    _xadd_star,
+)
+
+_MTD_KEYS = ["marker key", "active key", "prioritized key", "delayed key", "job key", "events stream", "meta key",
+             "stalled key", "wait key", "rate limiter key", "pc priority counter"]
+#: npm 5.73+, 6.0-6.2, PyPI 2.20+, 3.0-3.1: the paused list's key before the priority counter
+_MTD_KEYS_PAUSED = _MTD_KEYS[:10] + ["paused key", "pc priority counter"]
+_MTD_ARGV = ["key prefix", "timestamp", "the id of the job", "queue token", "delay value", "skip attempt",
+             "optional job fields to update", "fetch next", "opts"]
+_MTD_OPTS = frozenset({"limiter", "lockDuration", "maxLenEvents", "name", "token"})
+_MTD_CALLS = frozenset({"main>removeLock", "main>updateJobFields", "main>getDelayedScore", "main>getOrSetMaxEvents",
+                        "main>addDelayMarkerIfNeeded"})
+_MTD_FETCH_CALLS = frozenset({"main>fetchNextJob", "fetchNextJob>promoteDelayedJobs",
+                              "fetchNextJob>prepareJobForProcessing", _PREPARE_MARKER})
+_MTD_EVENTS = ("event|delayed|jobId|?|delay|?",)
+_MTD_HASH_WRITES = frozenset({"HMSET|?", "HSET|delay|?"})
+#: the main code's calls, in order (5.59+: LREM, then getDelayedScore)
+_MTD_MAIN = ["EXISTS", "removeLock", "updateJobFields", "LREM", "getDelayedScore", "HINCRBY", "HSET",
+             "getOrSetMaxEvents", "ZADD", "XADD"]
+#: 5.39-5.58: getDelayedScore, then LREM
+_MTD_MAIN_SCORE_FIRST = _MTD_MAIN[:3] + ["getDelayedScore", "LREM"] + _MTD_MAIN[5:]
+
+
+class MtdVariant(NamedTuple):
+    wait: int | None  # the wait key's position (the fetch's keys; None: the release fetches nothing)
+    pc: int | None  # the priority counter's position
+    score_first: bool  # getDelayedScore before LREM (5.39-5.58)
+
+
+#: 6.3+ (11 keys)
+MTD_V6 = MtdVariant(8, 10, False)
+
+
+def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
+    """moveToDelayed: the releases with 6.x's keys and ARGV, the fetch's or not: npm 5.73+, 6.x, PyPI 2.20+,
+    3.x fetch the next job (11 keys, or 12 with the paused list), reading meta's paused concurrency max
+    duration and re-adding the marker; npm 5.39-5.72 and PyPI 2.13-2.19 take 8 keys and 7 ARGV and fetch
+    nothing (5.39-5.58 score the job before its LREM). Decided by the main code's call order."""
+    keys, argv, main = lay.get("keys"), lay.get("argv"), lay.get("main")
+    calls = set(lay.get("calls", ()))
+    if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:7]:
+        if main == _MTD_MAIN + ["addDelayMarkerIfNeeded"]:
+            v = MtdVariant(None, None, False)
+        elif main == _MTD_MAIN_SCORE_FIRST + ["addDelayMarkerIfNeeded"]:
+            v = MtdVariant(None, None, True)
+        else:
+            return None
+    elif argv == _MTD_ARGV and main == _MTD_MAIN + ["fetchNextJob", "addDelayMarkerIfNeeded"]:
+        if keys == _MTD_KEYS and numkeys == 11:
+            v = MTD_V6
+        elif keys == _MTD_KEYS_PAUSED and numkeys == 12:
+            v = MtdVariant(8, 11, False)
+        else:
+            return None
+        if not _MTD_FETCH_CALLS <= calls or not calls & {"fetchNextJob>getQueueMetadata",
+                                                         "fetchNextJob>getTargetQueueList"}:
+            return None
+        if not set(lay.get("unpacked", {}).get("ARGV9", ())) <= _MTD_OPTS:
+            return None
+        if "event|active|jobId|?|prev|waiting" not in lay.get("events", ()):
+            return None
+        if _PREPARE_HASH not in lay.get("hash_writes", ()):
+            return None
+        if "HMGET|paused|concurrency|max|duration" not in lay.get("hash_reads", ()):
+            return None
+    else:
+        return None
+    if not _MTD_CALLS <= calls or not _writes_events(lay, _MTD_EVENTS):
+        return None
+    if not _MTD_HASH_WRITES <= set(lay.get("hash_writes", ())):
+        return None
+    return True if v == MTD_V6 else v
+
+
+@native("moveToDelayed", _accept_mtd)
+def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtdVariant = MTD_V6) -> Any:
+    """KEYS: marker active prioritized delayed job events meta stalled [wait limiter [paused] pc];
+    ARGV: prefix timestamp jobId token delay skipAttempt [fields] [fetchNext opts]."""
+    if len(argv) < 6 or len(set(keys)) != len(keys):
+        raise Bail("args")
+    prefix, ts, job_id, token, delay_raw, skip = argv[:6]
+    fields = _job_fields(argv[6] if len(argv) > 6 else None)
+    fetch = variant.wait is not None and len(argv) > 7 and argv[7] == b"1"
+    marker_key, active_key, prio_key, delayed_key, job_key, events_key, meta_key, stalled_key = keys[:8]
+    if job_key + b":lock" in keys:
+        raise Bail("key clash")
+    if not _INT_RE.match(delay_raw) or not (len(ts) <= 16 and ts.isdigit()) and not _NUM_RE.match(ts):
+        raise Bail("delay or timestamp")
+    delay = int(delay_raw)
+    db = ctx.db
+    # ---- reads: everything that could fail or branch after the first write
+    job = _check(db, job_key, Hash)
+    lock = 0
+    if job is not None:
+        lock = _lock_state(db, job_key, token)
+    if job is not None and lock >= 0:
+        if fields is not None and b"atm" in fields[::2]:
+            raise Bail("atm in fields")
+        if skip == b"0" and not _counter_ok(job.get(b"atm")):
+            raise Bail("atm")
+        _check(db, stalled_key, Set)
+        active = _check(db, active_key, List)
+        if active is None or active.find(job_id, True) < 0:
+            raise Bail("not active")  # -3 comes after the lock is gone: Lua
+        score, when = _delayed_score(db, delayed_key, ts, delay)
+        meta = _check(db, meta_key, Hash)
+        max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+        if max_events is not None and (len(max_events) > 18 or not max_events.isdigit()):
+            raise Bail("maxLenEvents")
+        _check_stream(db, events_key)
+        _check(db, marker_key, ZSet)
+        if fetch:
+            if len(argv) < 9:
+                raise Bail("opts")
+            opts = _unpack(argv[8])
+            if type(opts) is not dict or _truthy(opts.get(b"limiter")):
+                raise Bail("opts or rate limiter")
+            f_token, lock_ms, worker = _lock_opts(opts)
+            if meta is not None and meta.get(b"max") is not None:
+                raise Bail("rate limit")
+            limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+            upto = (float(ts) + 1) * 0x1000 - 1
+            if when * 0x1000 <= upto:
+                raise Bail("the job is due at once")  # promoteDelayedJobs would move it
+            _check_nothing_due(db.lookup(delayed_key), upto)
+            wait_key, pc_key = keys[variant.wait], keys[variant.pc]  # type: ignore[index]
+            nxt = _next_job_id(_check(db, wait_key, List), _check(db, prio_key, ZSet))
+            if nxt is not None:
+                if nxt == job_id or prefix + nxt in (job_key, job_key + b":lock"):
+                    raise Bail("next job is this job")
+                _check_job_for_processing(ctx, keys, prefix, nxt)
+    # ---- the script's calls
+    call = ctx.call
+    first = variant.score_first
+    code = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields,
+                         None if first else active_key)
+    if code < 0:
+        return code  # (the job is in active: checked)
+    # getDelayedScore (computed above: nothing wrote the delayed zset since), before or after the LREM
+    lo = when * 0x1000
+    call(ZREVRANGEBYSCORE, [b"ZREVRANGEBYSCORE", delayed_key, b"%d" % (lo + 0xFFF), b"%d" % lo, b"WITHSCORES",
+                            b"LIMIT", b"0", b"1"])
+    if first:
+        call(LREM, [b"LREM", active_key, b"-1", job_id])
+    if skip == b"0":
+        call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
+    call(HSET, [b"HSET", job_key, b"delay", delay_raw])
+    # getOrSetMaxEvents (meta read above; nothing wrote it since)
+    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
+    _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                     b"delay", b"%d" % when])
+    if fetch:
+        # fetchNextJob: getQueueMetadata / getTargetQueueList, then promoteDelayedJobs (nothing due: checked)
+        call(HMGET, [b"HMGET", meta_key, *_META4])
+        paused_or_maxed = _paused_or_maxed(call, limit, active_key)
+        call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
+        if not paused_or_maxed:
+            nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+            if nid is not None:
+                return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, f_token, lock_ms, worker)
+            _next_delay_reply(call, delayed_key)
+    _add_delay_marker(ctx, marker_key, delayed_key)
+    return 0
+
