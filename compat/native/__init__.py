@@ -12,7 +12,7 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_stalled_jobs_to_wait``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -34,6 +34,12 @@ Implemented:
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).
+* moveStalledJobsToWait (npm 5.0-6.x, PyPI 2.x-3.x: all 28 digests; key positions, the ``{failed, stalled}``
+  reply of releases with a failed zset, 5.0.0's trimEvents without a default, as variants): the check key
+  present (the reply at once); no job truly stalled (check key set, events trimmed, stalled members that are
+  locked, no longer active or legacy ``0:`` markers handled, the active ids copied to the stalled set in
+  batches of 7000). Lua: a job without its lock still in active (moved back to wait, or failed past the
+  stalled limit, with its events), bad arguments, wrong key types.
 """
 
 from __future__ import annotations
@@ -41,8 +47,16 @@ from __future__ import annotations
 from respqueue.commands.scripting import register_router
 
 from ..scripts import FALLBACK, open_run, run
-from . import add_delayed_job, add_prioritized_job, add_standard_job, move_to_active, move_to_finished
+from . import (
+    add_delayed_job,
+    add_prioritized_job,
+    add_standard_job,
+    move_stalled_jobs_to_wait,
+    move_to_active,
+    move_to_finished,
+)
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_to_active", "move_to_finished"]
+__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_stalled_jobs_to_wait", "move_to_active",
+           "move_to_finished"]
