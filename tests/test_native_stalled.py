@@ -7,20 +7,16 @@ finished and legacy-marker members) and on the Lua fallbacks (a truly stalled jo
 from __future__ import annotations
 
 # ruff: noqa: F811  (the pair fixture, imported, is the tests' argument name)
-import os
 import time
 from typing import Any
 
 import pytest
 import redis
 
-from .servers import start_respqueue
+from .native_oracle import durable_run, release_keys, same_stats_and_monitor, script_bodies
 from .test_native_scripts import (
-    FAMILIES,
     TS,
     Pair,
-    _monitored,
-    dump,
     native_log_count,
     pair,  # noqa: F401  (fixture)
     servers,  # noqa: F401  (fixture)
@@ -36,30 +32,10 @@ _ROLES = {"stalled set": b"stalled", "wait list": b"wait", "active list": b"acti
 
 
 def _keys(body: bytes) -> list[bytes]:
-    from compat.scripts import layout
-
-    lay = layout(sha(body))
-    assert lay is not None, "digest not in compat.script_table"
-    return [Q + _ROLES[n] for n in lay["keys"]]
+    return release_keys(body, Q, _ROLES)
 
 
-def _bodies() -> dict[str, bytes]:
-    out = {f: b[NAME] for f, b in FAMILIES.items() if NAME in b}
-    d = os.environ.get("RESPQUEUE_BODIES_DIR")  # <dir>/<release>/moveStalledJobsToWait-<n>.lua
-    if d and os.path.isdir(d):
-        seen = set(map(sha, out.values()))
-        for rel in sorted(os.listdir(d)):
-            for f in sorted(os.listdir(os.path.join(d, rel))):
-                if f.startswith(NAME + "-"):
-                    with open(os.path.join(d, rel, f), "rb") as fh:
-                        b = fh.read()
-                    if sha(b) not in seen:
-                        seen.add(sha(b))
-                        out[rel] = b
-    return out
-
-
-BODIES = _bodies()
+BODIES = script_bodies(NAME)
 
 
 def _argv(max_stalled: int = 1, ts: int = TS, px: Any = 30000) -> list[Any]:
@@ -148,7 +124,6 @@ def test_stalled_commandstats_and_monitor(pair: Pair, family: str) -> None:
     for i in range(3):
         _job(pair, str(i))
     pair.both("SADD", Q + b"stalled", "0:9", "gone")
-    pair.both("CONFIG", "RESETSTAT")
 
     def cycle() -> None:
         for ts in (TS, TS + 1):
@@ -157,14 +132,7 @@ def test_stalled_commandstats_and_monitor(pair: Pair, family: str) -> None:
         pair.both("HDEL", Q + b"meta", "opts.maxLenEvents")
 
     before = native_log_count(pair.nat_srv, RAN)
-    cycle()
-    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
-    assert stats[0] == stats[1]
-    assert stats[0]["cmdstat_exists"] >= 6 and stats[0]["cmdstat_sadd"] >= 2
-    seen = _monitored((pair.lua_srv.port, pair.nat_srv.port), cycle)
-    pair.compare()
-    assert len(seen[0]) > 20
-    assert seen[0] == seen[1]
+    same_stats_and_monitor(pair, cycle, {"exists": 6, "sadd": 2})
     assert native_log_count(pair.nat_srv, RAN) - before == 8
 
 
@@ -201,26 +169,16 @@ def test_stalled_check_is_durable(tmp_path: Any) -> None:
     """The native path's writes (check key with its TTL, meta default, stalled set) survive a restart."""
     body = BODIES[sorted(BODIES)[0]]
     keys = _keys(body)
-    srv = start_respqueue("--durability", "durable", "--log-level", "debug", workdir=str(tmp_path))
-    try:
-        r = redis.Redis(port=srv.port)
+
+    def run(r: redis.Redis, s: str, srv: Any) -> None:
         r.rpush(Q + b"active", *[str(i) for i in range(50)])
         r.sadd(Q + b"stalled", "0:1", "7")
         r.set(Q + b"7:lock", "t", px=600000)
-        r.evalsha(r.script_load(body), len(keys), *keys, *_argv(px=600000))
+        r.evalsha(s, len(keys), *keys, *_argv(px=600000))
         assert native_log_count(srv, RAN) == 1
-        before = dump(r, sort_hashes=True)
         assert r.scard(Q + b"stalled") == 50 and r.pttl(Q + b"stalled-check") > 0
-        r.close()
-    finally:
-        srv.stop()
-    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
-    try:
-        r = redis.Redis(port=srv.port)
-        assert dump(r, sort_hashes=True) == before
-        r.close()
-    finally:
-        srv.stop()
+
+    durable_run(str(tmp_path), body, run)
 
 
 def test_stalled_families_present() -> None:

@@ -12,7 +12,8 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``move_stalled_jobs_to_wait``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``; ``add_parent_job`` shares its checks and first calls), ``move_to_active``,
+``move_to_finished``, ``move_stalled_jobs_to_wait``. Importing this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -27,6 +28,10 @@ Implemented:
 * addDelayedJob (npm 5.34+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
   going to the delayed zset (getDelayedScore's same-millisecond slot, the delayed event,
   the marker at the next delayed timestamp); integral timestamps and delays (Lua otherwise).
+* addParentJob (npm 5.0-6.x, PyPI 2.x-3.x: all 30 digests; the waiting-children zset as a key (5.62+) or in
+  the args array, as variants): a flow's parent job stored (addStandardJob's job_checks and store_job), ZADD
+  waiting-children, the waiting-children event; a parent with a parent of its own too (-5 when that is gone;
+  parentKey/parent fields, SADD to its dependencies). Lua: deduplication, an existing id.
 * moveToActive (npm 5.28+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
   the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
   legacy ``0:`` markers in wait.
@@ -49,6 +54,7 @@ from respqueue.commands.scripting import register_router
 from ..scripts import FALLBACK, open_run, run
 from . import (
     add_delayed_job,
+    add_parent_job,
     add_prioritized_job,
     add_standard_job,
     move_stalled_jobs_to_wait,
@@ -58,5 +64,5 @@ from . import (
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "move_stalled_jobs_to_wait", "move_to_active",
+__all__ = ["add_delayed_job", "add_parent_job", "add_prioritized_job", "add_standard_job", "move_stalled_jobs_to_wait", "move_to_active",
            "move_to_finished"]
