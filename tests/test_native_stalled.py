@@ -80,6 +80,7 @@ def stalled_scenario(pair: Pair, body: bytes) -> int:
     pair.both("DEL", Q + b"4:lock")
     pair.both("SADD", Q + b"stalled", "0:123", "gone", "expired")
     pair.both("LPUSH", Q + b"active", "0:123")
+    pair.both("SET", Q + b"0:123:lock", "x", "PX", "60000")  # (a marker is removed, lock or not)
     pair.both("SET", Q + b"expired:lock", "tok", "PX", "1")  # its lock expired, the job is no longer active
     pair.both("HSET", Q + b"meta", "opts.maxLenEvents", "7")
     time.sleep(0.01)

@@ -105,23 +105,22 @@ def move_stalled_jobs_to_wait(ctx: Ctx, keys: list[bytes], argv: list[bytes],
     lrem: dict[bytes, int] = {}
     if members:
         now = mstime()
+        locks = [prefix + job_id + b":lock" for job_id in members]
+        if not set(keys).isdisjoint(locks):
+            raise Bail("key clash")
         data = db.data
-        exp = db.expires
-        ks = set(keys)
-        for job_id in members:
+        for job_id, lock, when in zip(members, locks, map(db.expires.get, locks), strict=True):
+            if when is not None and when > now and job_id[:2] != b"0:" and lock in data:
+                continue  # locked (its lock extended): nothing but the EXISTS
             if job_id[:2] == b"0:":
-                lrem[job_id] = 1
+                lrem[job_id] = 1  # a legacy marker: LREM, no EXISTS
                 continue
-            lock = prefix + job_id + b":lock"
-            if lock in ks:
-                raise Bail("key clash")
-            if lock in data:
-                when = exp.get(lock)
-                if when is None or when > now:
-                    continue  # locked (its lock extended): nothing but the EXISTS
-                lrem[job_id] = 2
-            else:
+            if lock not in data:
                 lrem[job_id] = 1
+            elif when is None:
+                continue  # a lock without a TTL
+            else:
+                lrem[job_id] = 2
             if active is not None and active.find(job_id) >= 0:
                 raise Bail("a stalled job")  # moved back to wait or failed, with its events: Lua
 
