@@ -349,8 +349,9 @@ def event_shapes(text: str) -> list[str]:
 
 
 def hash_write_shapes(text: str, cmds: str = "HSET|HMSET") -> list[str]:
-    """The hash writes a script makes: per HSET/HMSET call, the command and its literal arguments after the
-    key (a variable shows as ``?``), e.g. ``HMSET|processedOn|?|?``. With ``cmds="HMGET|HGET"``: its reads."""
+    """The hash writes a script makes: per HSET/HMSET call (HDEL too, where the caller names it), the command
+    and its literal arguments after the key (a variable shows as ``?``), e.g. ``HMSET|processedOn|?|?``.
+    With ``cmds="HMGET|HGET|HEXISTS"``: its reads."""
     return sorted({"|".join([cmd] + [_lit(a) for a in args[1:]]) for cmd, args in _call_args(_code(text), cmds)})
 
 
@@ -359,6 +360,38 @@ CALLERS = frozenset({"main", "prepareJobForProcessing", "fetchNextJob", "addJobI
                      "getTargetQueueList", "getQueueMetadata", "isQueuePausedOrMaxed", "trimEvents", "removeLock",
                      "moveJobFromPrioritizedToActive", "moveJobFromPriorityToActive", "getOrSetMaxEvents",
                      "addDelayedJob", "addJobWithPriority", "addDelayMarkerIfNeeded"})
+
+
+def score_ranges(text: str) -> list[str]:
+    """The score ranges a script reads: per ZRANGEBYSCORE call, its arguments after the key as source text
+    (whitespace collapsed), e.g. ``0|(timestamp + 1) * 0x1000 - 1|"LIMIT"|0|1000``: releases differ in a
+    bound by one, which no other fact shows."""
+    return sorted({"|".join(" ".join(a.split()) for a in args[1:])
+                   for _cmd, args in _call_args(_code(text), "ZRANGEBYSCORE")})
+
+
+def main_sequence(text: str) -> list[str]:
+    """The main code's calls in source order: each ``rcall("<CMD>"`` as the command, each call of a helper the
+    script defines as its name (where releases differ only in the order of two steps, e.g. moveToFinished's
+    lock removal and its pending-children check)."""
+    code = _code(text)
+    names = set(_FUNC_RE.findall(code))
+    lines, in_func = [], False
+    for line in code.splitlines():  # (a function defined at column 0 ends at the next "end" there)
+        if in_func:
+            in_func = not re.match(r"end\b", line)
+        elif re.match(r"(local\s+)?(function\s+[\w.:]+|[\w.]+\s*=\s*function)\b", line):
+            in_func = True
+        else:
+            lines.append(line)
+    main = "\n".join(lines)
+    out = []
+    for m in re.finditer(r"""rcall\(\s*["'](\w+)["']|\b(\w+)\s*\(""", main):
+        if m.group(1):
+            out.append(m.group(1).upper())
+        elif m.group(2) in names:
+            out.append(m.group(2))
+    return out
 
 
 def call_graph(text: str) -> list[str]:
@@ -421,9 +454,13 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
                 if name in HELPERS_FOR:
                     text = body.decode("utf-8", "replace")
                     lay["events"] = event_shapes(text)
-                    lay["hash_writes"] = hash_write_shapes(text)
-                    lay["hash_reads"] = hash_write_shapes(text, "HMGET|HGET")
+                    lay["hash_writes"] = hash_write_shapes(text, "HSET|HMSET|HDEL")
+                    lay["hash_reads"] = hash_write_shapes(text, "HMGET|HGET|HEXISTS")
                     lay["calls"] = call_graph(text)
+                    lay["score_ranges"] = score_ranges(text)
+                    lay["main"] = main_sequence(text)
+                    lay["counts"] = sorted({"|".join([c] + [" ".join(a.split()) for a in args])
+                                            for c, args in _call_args(_code(text), "SCARD|ZCARD")})
                 lid = layout_id(name, lay)
                 layouts[lid] = lay
                 e = by_sha[s] = {"name": name, "numkeys": nk, "rels": set(), "size": len(body), "layout": lid}
@@ -433,7 +470,7 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
     return table, layouts
 
 
-INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls")
+INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls", "score_ranges", "counts", "main")
 
 
 def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:

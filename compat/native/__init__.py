@@ -32,10 +32,10 @@ Implemented:
   the args array, as variants): a flow's parent job stored (addStandardJob's job_checks and store_job), ZADD
   waiting-children, the waiting-children event; a parent with a parent of its own too (-5 when that is gone;
   parentKey/parent fields, SADD to its dependencies). Lua: deduplication, an existing id.
-* moveToActive (npm 5.28+, 6.x; PyPI 2.13+, 3.x): wait -> active and prioritized -> active, paused/maxed queues,
-  the next-delayed timestamp. Lua: rate limiting, delayed jobs due for promotion,
-  legacy ``0:`` markers in wait.
-* moveToFinished (npm 5.52+, 6.x; PyPI 2.15+, 3.x): completed/failed, keepJobs count -1/0/absent, with or without
+* moveToActive (npm 5.0+, 6.x; PyPI 2.13+, 3.x; the older releases' differences as ``MtaVariant``s): wait ->
+  active and prioritized -> active, paused/maxed queues, the next-delayed timestamp. Lua: rate limiting,
+  delayed jobs due for promotion, legacy ``0:`` markers in wait.
+* moveToFinished (npm 5.9+, 6.x; PyPI 2.13+, 3.x; ``MtfVariant``s): completed/failed, keepJobs count -1/0/absent, with or without
   fetching the next job (same cases as moveToActive), drained event, the -1/-2/-4/
   -6/-9 codes. Lua: jobs with a parent or deduplication id, removeOnComplete/Fail
   counts > 0 or ages, metrics, fields to update, a job missing from active (-3).

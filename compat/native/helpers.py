@@ -199,6 +199,10 @@ def _meta_variant(lay: dict[str, Any]) -> Any:
     return None
 #: prepareJobForProcessing re-adds the marker for the next worker (5.28+)
 _PREPARE_MARKER = "prepareJobForProcessing>addBaseMarkerIfNeeded"
+#: promoteDelayedJobs' range (the layout's ``score_ranges``): 5.8+ stop one below the next millisecond's first
+#: slot, releases before include it
+_BOUND_BELOW = '0|(timestamp + 1) * 0x1000 - 1|"LIMIT"|0|1000'
+_BOUND_AT = '0|(timestamp + 1) * 0x1000|"LIMIT"|0|1000'
 
 
 def _paused_or_maxed(call: Any, limit: int | None, active_key: bytes) -> bool:
@@ -370,8 +374,8 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any, signal: bool = True) -> 
 
 
 def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
-                 token: bytes, lock_ms: bytes | None, worker: bytes | None) -> list[Any]:
-    """prepareJobForProcessing without rate limiting."""
+                 token: bytes, lock_ms: bytes | None, worker: bytes | None, marker: bool = True) -> list[Any]:
+    """prepareJobForProcessing without rate limiting (``marker``: it re-adds the marker, 5.28+)."""
     call = ctx.call
     job_key = prefix + job_id
     db = ctx.db
@@ -403,7 +407,8 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
     _hincr1(ctx, job_key, b"ats", h, not inline)
     if inline:
         db.modified(job_key)
-    _zadd_marker(ctx, marker_key)
+    if marker:
+        _zadd_marker(ctx, marker_key)
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)

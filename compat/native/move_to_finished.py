@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
 from respqueue.commands.lists import _pop_done
@@ -11,10 +11,12 @@ from respqueue.commands.zsets import _zadd1
 from respqueue.numbers import str2int
 from respqueue.types.hash import Hash, unpacked
 from respqueue.types.list import List
+from respqueue.types.set import Set
 from respqueue.types.zset import ZSet
 
 from ..scripts import Bail, Ctx, native
 from .helpers import (
+    _BOUND_BELOW,
     _EXACT,
     _INT64_MAX,
     _META4,
@@ -27,6 +29,7 @@ from .helpers import (
     HDEL,
     HGET,
     HMGET,
+    HMSET,
     HSET,
     LLEN,
     LREM,
@@ -149,13 +152,46 @@ _MTF_EVENTS = ("event|?|jobId|?|?|?|prev|active", "event|active|jobId|?|prev|wai
                "event|retries-exhausted|jobId|?|attemptsMade|?")
 
 
-#: how the finished job's return value / failed reason and finishedOn are written
+#: how the finished job's return value / failed reason and finishedOn are written (5.49+; HMSET before)
 _MTF_FINISH_HASH = "HSET|?|?|finishedOn|?"
+_MTF_FINISH_HMSET = "HMSET|?|?|finishedOn|?"
+#: a completing job's failed children counted (the -9 code, 5.52+)
+_MTF_UNSUCCESSFUL = 'ZCARD|jobIdKey .. ":unsuccessful"'
+
+
+class MtfVariant(NamedTuple):
+    """What moveToFinished's releases do differently on the native path.
+
+    ``meta``: the fields the fetch's getQueueMetadata / getTargetQueueList HMGETs (6.x, 5.60+: 4; before: 2).
+    ``pending``: a completing job's pending-children check: ``"both"`` (5.52+: SCARD dependencies, then ZCARD
+    unsuccessful), ``"igdp"`` (5.47-5.51: HGET igdp, then SCARD dependencies unless it is set), ``"deps"``
+    (5.44-5.46: SCARD dependencies). ``hmset``: the finish writes its fields with HMSET (before 5.49).
+    ``hdel_defa``: a failed job's ``defa`` field is deleted (5.49+). ``prev``: the completed/failed event ends
+    with ``prev active`` (5.44+). ``failed_deps``: a failing job's dependencies are checked too (before
+    5.44, the releases whose event has no ``prev``). ``lock_first``: the lock is removed before the
+    dependencies are counted (before 5.45). ``marker``: a fetched job re-adds the marker (5.28+). ``attrs``:
+    the job fields read after the lock's removal (before 5.11 no ``deid``)."""
+
+    meta: tuple[bytes, ...]
+    pending: str
+    hmset: bool
+    hdel_defa: bool
+    prev: bool = True
+    failed_deps: bool = False
+    lock_first: bool = False
+    marker: bool = True
+    attrs: tuple[bytes, ...] = (b"parentKey", b"parent", b"deid")
+
+
+MTF_V6 = MtfVariant(_META4, "both", False, True)
+#: the completed/failed event before 5.44 (no ``prev``)
+_MTF_EVENT_NO_PREV = "event|?|jobId|?|?|?"
 
 
 def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     """moveToFinished: the releases with 6.x's keys and ARGV (the 9th, fields to update, optional), options
-    among :data:`_MTF_OPT_NAMES` (the worker name among them) and a fetch that re-adds the marker."""
+    among :data:`_MTF_OPT_NAMES` (the worker name among them), a fetch that re-adds the marker and 6.x's
+    events (5.44+), in the variants :class:`MtfVariant` names."""
     if numkeys != 14 or lay.get("keys") != _MTF_KEYS_DOC:
         return None
     argv = lay.get("argv", [])
@@ -163,21 +199,53 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
         return None
     opts = set(lay.get("unpacked", {}).get("ARGV8", ()))
     calls = set(lay.get("calls", ()))
-    if not opts <= _MTF_OPT_NAMES or "name" not in opts or _PREPARE_MARKER not in calls:
+    if not opts <= _MTF_OPT_NAMES or "name" not in opts:
         return None
-    if not _writes_events(lay, _MTF_EVENTS) or _PREPARE_HASH not in lay.get("hash_writes", ()):
+    if _writes_events(lay, _MTF_EVENTS):
+        prev = True
+    elif _writes_events(lay, (_MTF_EVENT_NO_PREV, *_MTF_EVENTS[1:])):
+        prev = False  # before 5.44
+    else:
         return None
-    if _MTF_FINISH_HASH not in lay.get("hash_writes", ()):
-        return None  # before 5.45: HMSET of the return value and finishedOn
-    if "HGET|igdp" in lay.get("hash_reads", ()):
-        return None  # 5.47-5.51 read the job's ignore-dependency-on-failure flag on every finish
+    writes = lay.get("hash_writes", ())
+    if _PREPARE_HASH not in writes or list(lay.get("score_ranges", ())) != [_BOUND_BELOW]:
+        return None
+    if _MTF_FINISH_HASH in writes:
+        hmset = False
+    elif _MTF_FINISH_HMSET in writes:
+        hmset = True  # before 5.49
+    else:
+        return None
     if not calls & {"fetchNextJob>getQueueMetadata", "fetchNextJob>getTargetQueueList", "main>getTargetQueueList"}:
         return None  # (before 5.73 the fetch is inline in the main code)
-    return _meta_variant(lay)
+    meta = _meta_variant(lay)
+    if meta is None:
+        return None
+    counts = lay.get("counts", ())
+    if "HGET|igdp" in lay.get("hash_reads", ()):
+        pending = "igdp"  # 5.47-5.51: the job's ignore-dependencies flag, read on every completion
+    else:
+        pending = "both" if _MTF_UNSUCCESSFUL in counts else "deps"
+    main = lay.get("main", [])
+    if "removeLock" not in main or "SCARD" not in main:
+        return None
+    lock_first = main.index("removeLock") < main.index("SCARD")
+    if lock_first and pending != "deps":
+        return None
+    reads = lay.get("hash_reads", ())
+    if "HMGET|parentKey|parent|deid" in reads:
+        attrs = (b"parentKey", b"parent", b"deid")
+    elif "HMGET|parentKey|parent" in reads:
+        attrs = (b"parentKey", b"parent")
+    else:
+        return None
+    v = MtfVariant(_META4 if meta is True else meta, pending, hmset, "HDEL|defa" in writes, prev, not prev,
+                   lock_first, _PREPARE_MARKER in calls, attrs)
+    return True if v == MTF_V6 else v
 
 
 @native("moveToFinished", _accept_mtf)
-def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tuple[bytes, ...] = _META4) -> Any:
+def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant = MTF_V6) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
     ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
     if len(argv) < 8 or len(keys) != 14:
@@ -206,11 +274,19 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
     ctx.inline(EXISTS, [b"EXISTS", job_key])
     if job is None:
         return -1
-    if not failed:
+    deps_after_lock = (not failed or variant.failed_deps) and variant.lock_first
+    if deps_after_lock:  # counted after the lock's removal (below): a dependencies key must be a set
+        _check(db, job_key + b":dependencies", Set)
+    elif not failed or variant.failed_deps:
         # SCARD dependencies, ZCARD unsuccessful: inline when the keys are absent (the usual case; a key
         # present, even expired, takes the command)
         data = db.data
-        for suffix, cmd_, name, code in _PENDING_CHILDREN:
+        pending = variant.pending
+        if pending == "igdp":  # 5.47-5.51: HGET igdp first (a job that has it set skips the check: Lua)
+            if type(job) is not Hash or b"igdp" in job.d:
+                raise Bail("igdp")
+            ctx.inline(HGET, [b"HGET", job_key, b"igdp"])
+        for suffix, cmd_, name, code in (_PENDING_CHILDREN if pending == "both" else _PENDING_CHILDREN[:1]):
             k = job_key + suffix
             if done is None or k in data:
                 if call(cmd_, [name, k]) != 0:
@@ -292,9 +368,16 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
             call(SREM, [b"SREM", stalled_key, job_id])
         else:
             done.append(SREM)  # no stalled set: nothing to remove
+    if deps_after_lock:
+        k = job_key + b":dependencies"
+        if done is None or k in db.data:
+            if call(SCARD, [b"SCARD", k]) != 0:
+                return -4
+        else:
+            done.append(SCARD)
     if done is None:
-        # HMGET parentKey parent deid: all three are absent (checked above)
-        ctx.inline(HMGET, [b"HMGET", job_key, b"parentKey", b"parent", b"deid"])
+        # HMGET parentKey parent [deid]: all absent (checked above)
+        ctx.inline(HMGET, [b"HMGET", job_key, *variant.attrs])
         call(LREM, [b"LREM", active_key, b"-1", job_id])
         # trimEvents (meta's maxLenEvents was read above and nothing wrote meta since)
         ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
@@ -326,21 +409,27 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
             # absent (checked above) and ts a validated number
             _zadd1(ctx.sc, target_key, ts, job_id)
             done.append(ZADD)
-        if _hset(ctx, HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts], job, False):
+        if variant.hmset:
+            if _hset(ctx, HMSET, [b"HMSET", job_key, prop, val, b"finishedOn", ts], job, False):
+                db.modified(job_key)
+        elif _hset(ctx, HSET, [b"HSET", job_key, prop, val, b"finishedOn", ts], job, False):
             db.modified(job_key)
-        if failed:
+        if failed and variant.hdel_defa:
             call(HDEL, [b"HDEL", job_key, b"defa"])
     else:
         call(DEL, [b"DEL", job_key, job_key + b":logs", job_key + b":dependencies", job_key + b":processed",
                    job_key + b":failed", job_key + b":unsuccessful"])
-    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
+    if variant.prev:
+        _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
+    else:
+        _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val])
     if failed and attempts_made >= attempts:
         call(XADD, [b"XADD", events_key, b"*", b"event", b"retries-exhausted", b"jobId", job_id,
                     b"attemptsMade", b"%d" % attempts_made])
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
         if done is None:
-            ctx.inline(HMGET, [b"HMGET", meta_key, *variant])
+            ctx.inline(HMGET, [b"HMGET", meta_key, *variant.meta])
         else:
             done.append(HMGET)
         paused_or_maxed = _paused_or_maxed(call, limit, active_key)
@@ -369,7 +458,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: tu
         else:
             nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
         if nid is not None:
-            return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker)
+            return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker, variant.marker)
         delay = _next_delay_reply(call, delayed_key)
         if delay is not None:
             return delay
