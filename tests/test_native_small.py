@@ -4,7 +4,7 @@ path as the oracle, for every installed release family (node 6.x, node 5.x, PyPI
 The harness is tests/test_native_scripts.py's: two real servers (Lua only, native on), the same EVALSHAs to
 both, every reply and the whole keyspace compared; INFO commandstats and MONITOR lines too. The script texts
 are read from the installed clients at test time (none is stored in the repository).
-``RESPQUEUE_BODIES=<dir>`` (a directory of ``<release>/<name>-<numkeys>.lua`` texts) adds every digest found
+``RESPQUEUE_BODIES_DIR=<dir>`` (a directory of ``<release>/<name>-<numkeys>.lua`` texts) adds every digest found
 there: the same scenarios for each release's own text.
 """
 
@@ -25,8 +25,8 @@ SMALL = ("extendLock", "extendLocks", "isFinished", "getCounts", "changePriority
 
 
 def _bodies_sweep() -> dict[str, dict[str, bytes]]:
-    """One entry per distinct digest of each of SMALL in $RESPQUEUE_BODIES (named by its first release)."""
-    root = os.environ.get("RESPQUEUE_BODIES")
+    """One entry per distinct digest of each of SMALL in $RESPQUEUE_BODIES_DIR (named by its first release)."""
+    root = os.environ.get("RESPQUEUE_BODIES_DIR")
     if not root or not os.path.isdir(root):
         return {}
     out: dict[str, dict[str, bytes]] = {}

@@ -12,9 +12,10 @@ Which releases' digests each serves is decided from the argument layout recorded
 compat/script_table.py (see each ``_accept_*``); the Lua path serves the rest.
 
 Modules: ``helpers`` (shared), ``add_standard_job`` (also the path of ``add_prioritized_job`` and
-``add_delayed_job``), ``move_to_active``, ``move_to_finished``, ``extend_lock`` (extendLock and
-extendLocks), ``is_finished``, ``get_counts``, ``change_priority``, ``move_to_delayed``, ``retry_job``,
-``promote``. Importing this package registers them, and the router with the core's scripting commands.
+``add_delayed_job``; ``add_parent_job`` shares its checks and first calls), ``move_to_active``,
+``move_to_finished``, ``extend_lock`` (extendLock and extendLocks), ``is_finished``, ``get_counts``,
+``change_priority``, ``move_to_delayed``, ``retry_job``, ``promote``, ``move_stalled_jobs_to_wait``. Importing
+this package registers them, and the router with the core's scripting commands.
 
 Implemented:
 
@@ -29,6 +30,10 @@ Implemented:
 * addDelayedJob (npm 5.0+, 6.x; PyPI 2.13+, 3.x): addStandardJob's path with the job
   going to the delayed zset (getDelayedScore's same-millisecond slot, the delayed event,
   the marker at the next delayed timestamp); integral timestamps and delays (Lua otherwise).
+* addParentJob (npm 5.0-6.x, PyPI 2.x-3.x: all 30 digests; the waiting-children zset as a key (5.62+) or in
+  the args array, as variants): a flow's parent job stored (addStandardJob's job_checks and store_job), ZADD
+  waiting-children, the waiting-children event; a parent with a parent of its own too (-5 when that is gone;
+  parentKey/parent fields, SADD to its dependencies). Lua: deduplication, an existing id.
 * moveToActive (npm 5.0+, 6.x; PyPI 2.13+, 3.x; the older releases' differences as ``MtaVariant``s): wait ->
   active and prioritized -> active, paused/maxed queues, the next-delayed timestamp. Lua: rate limiting,
   delayed jobs due for promotion, legacy ``0:`` markers in wait.
@@ -69,6 +74,12 @@ as the Lua path's calls).
   paused list on a paused 5.x queue) or prioritized, the marker unless paused or maxed, the waiting event,
   delay 0; -3 for a job not delayed. Lua: a legacy ``0:`` marker at the head of the target list, fractional
   or out-of-range priorities.
+* moveStalledJobsToWait (npm 5.0-6.x, PyPI 2.x-3.x: all 28 digests; key positions, the ``{failed, stalled}``
+  reply of releases with a failed zset, 5.0.0's trimEvents without a default, as variants): the check key
+  present (the reply at once); no job truly stalled (check key set, events trimmed, stalled members that are
+  locked, no longer active or legacy ``0:`` markers handled, the active ids copied to the stalled set in
+  batches of 7000). Lua: a job without its lock still in active (moved back to wait, or failed past the
+  stalled limit, with its events), bad arguments, wrong key types.
 """
 
 from __future__ import annotations
@@ -78,12 +89,14 @@ from respqueue.commands.scripting import register_router
 from ..scripts import FALLBACK, open_run, run
 from . import (
     add_delayed_job,
+    add_parent_job,
     add_prioritized_job,
     add_standard_job,
     change_priority,
     extend_lock,
     get_counts,
     is_finished,
+    move_stalled_jobs_to_wait,
     move_to_active,
     move_to_delayed,
     move_to_finished,
@@ -93,6 +106,6 @@ from . import (
 
 register_router(run, FALLBACK, open_run)  # EVAL/EVALSHA of a known BullMQ script digest runs here first
 
-__all__ = ["add_delayed_job", "add_prioritized_job", "add_standard_job", "change_priority", "extend_lock",
-           "get_counts", "is_finished", "move_to_active", "move_to_delayed", "move_to_finished", "promote",
-           "retry_job"]
+__all__ = ["add_delayed_job", "add_parent_job", "add_prioritized_job", "add_standard_job", "change_priority",
+           "extend_lock", "get_counts", "is_finished", "move_stalled_jobs_to_wait", "move_to_active",
+           "move_to_delayed", "move_to_finished", "promote", "retry_job"]

@@ -173,10 +173,11 @@ def _old_delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any, counter
     return when * 0x1000 + (counter & 0xFFF), when
 
 
-def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes]) -> tuple[Any, ...]:
+def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes], parent: tuple[int, ...] | None = None) -> tuple[Any, ...]:
     """addStandardJob's ARGV (args, data, opts) as (prefix, custom id, name, timestamp as given, timestamp
     as the job's field, repeat job key or None, opts, opts as JSON); Bail for what the native path leaves
-    to Lua (a parent, odd types)."""
+    to Lua (a parent, odd types). ``parent``: the args array's parent fields, when not those between the
+    timestamp and the repeat job key (addParentJob's)."""
     if len(argv) < 3:
         raise Bail("args")
     a = _unpack(argv[0])
@@ -185,7 +186,10 @@ def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes]) -> tuple[Any, ...]:
     if len(a) < 10:
         a = a + [None] * (10 - len(a))
     prefix, custom_id, name, timestamp = a[0], a[1], a[2], a[3]
-    if v is ADD_V6:
+    if parent is not None:
+        if any(a[i] is not None for i in parent):
+            raise Bail("parent")
+    elif v is ADD_V6:
         if a[4] is not None or a[5] is not None:
             raise Bail("parent")  # parentKey / parent dependencies key
     elif any(x is not None for x in a[4 : v.rjk]):
@@ -202,6 +206,61 @@ def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes]) -> tuple[Any, ...]:
         rjk = None
     opts, opts_json = _opts_with_json(ctx, argv[2])
     return prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json
+
+
+def _next_counter(db: Any, id_key: bytes) -> int:
+    """What the script's INCR of the id counter will return; Bail near Lua's number limit."""
+    cur = _check(db, id_key, bytes)
+    if cur is None:
+        return 1
+    n = str2int(cur)
+    if n is None or n >= _MAX_COUNTER:
+        raise Bail("id counter")
+    return n + 1
+
+
+def job_checks(db: Any, keys: list[bytes], id_key: bytes, meta_key: bytes, events_key: bytes, prefix: bytes,
+               custom_id: bytes) -> tuple[bytes, bytes, bytes | None]:
+    """What the add scripts check before their first write (the id counter, meta, the job's key, the events
+    stream); returns (job id, job key, meta's opts.maxLenEvents or None). Bail: a duplicated custom id, a
+    counter near Lua's number limit, wrong key types."""
+    counter = _next_counter(db, id_key)
+    meta = _check_meta(db, meta_key)
+    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+    if max_events is not None:
+        m = str2int(max_events)
+        if m is None or m < 0:
+            raise Bail("maxLenEvents")
+    job_id = custom_id if custom_id else b"%d" % counter
+    job_key = prefix + job_id
+    if job_key in keys:
+        raise Bail("key clash")
+    job = db.lookup(job_key)
+    if job is not None:
+        if custom_id:
+            raise Bail("duplicated job")
+        if not isinstance(job, Hash):
+            raise Bail("job key type")
+    _check_stream(db, events_key)
+    return job_id, job_key, max_events
+
+
+def store_job(ctx: Ctx, id_key: bytes, meta_key: bytes, events_key: bytes, job_id: bytes, custom_id: bytes,
+              max_events: bytes | None, hm: list[bytes]) -> bytes:
+    """The add scripts' first calls, after :func:`job_checks`: INCR id, getOrSetMaxEvents, EXISTS of a custom
+    id's job key, storeJob (``hm``: its HMSET, the added event). Returns maxLenEvents."""
+    call = ctx.call
+    call(INCR, [b"INCR", id_key])
+    # HGET meta opts.maxLenEvents: read by job_checks (meta is a hash or absent, and INCR wrote another key)
+    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    if custom_id:
+        call(EXISTS, [b"EXISTS", hm[1]])
+    call(HMSET, hm)
+    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", hm[3]])
+    return max_events
 
 
 @native("addStandardJob", _accept_add)
@@ -231,33 +290,10 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     active_key = None if v.active is None else keys[v.active]
     db = ctx.db
     # ---- checks: nothing below may fail or branch differently once writing starts
-    cur = _check(db, id_key, bytes)
-    if cur is None:
-        counter = 1
-    else:
-        n = str2int(cur)
-        if n is None or n >= _MAX_COUNTER:
-            raise Bail("id counter")
-        counter = n + 1
-    meta = _check_meta(db, meta_key)
-    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
-    if max_events is not None:
-        m = str2int(max_events)
-        if m is None or m < 0:
-            raise Bail("maxLenEvents")
-    job_id = custom_id if custom_id else b"%d" % counter
-    job_key = prefix + job_id
-    if job_key in keys:
-        raise Bail("key clash")
-    job = db.lookup(job_key)
-    if job is not None:
-        if custom_id:
-            raise Bail("duplicated job")
-        if not isinstance(job, Hash):
-            raise Bail("job key type")
-    _check_stream(db, events_key)
+    job_id, job_key, max_events = job_checks(db, keys, id_key, meta_key, events_key, prefix, custom_id)
     if v.old_delay:
-        dscore, dwhen = _old_delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0, counter)
+        dscore, dwhen = _old_delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0,
+                                           _next_counter(db, id_key))
         _check(db, marker_key, ZSet)
     elif v.delayed is not None:
         dscore, dwhen = _delayed_score(db, keys[v.delayed], timestamp, opts.get(b"delay") or 0)
@@ -275,20 +311,11 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
 
     # ---- the script's calls
     call = ctx.call
-    call(INCR, [b"INCR", id_key])
-    # HGET meta opts.maxLenEvents: read above (meta is a hash or absent, and INCR wrote another key)
-    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
-    if max_events is None:
-        max_events = b"10000"
-        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
-    if custom_id:
-        call(EXISTS, [b"EXISTS", job_key])
     hm = [b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json,
           b"timestamp", ts, b"delay", delay, b"priority", priority]
     if rjk is not None:
         hm += [b"rjk", rjk]
-    call(HMSET, hm)
-    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", name])
+    max_events = store_job(ctx, id_key, meta_key, events_key, job_id, custom_id, max_events, hm)
     if v.old_delay:
         delayed_key = keys[v.delayed]
         call(ZADD, [b"ZADD", delayed_key, b"%d" % dscore, job_id])
