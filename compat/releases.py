@@ -299,10 +299,11 @@ def layout(body: bytes) -> dict[str, Any]:
 
 
 def _call_args(code: str, cmds: str) -> list[tuple[str, list[str]]]:
-    """(command, its arguments as source text) for each ``rcall("<cmd>", ...)`` in ``code`` whose command is
+    """(command, its arguments as source text) for each ``rcall("<cmd>", ...)`` (or ``redis.call``, as
+    updateJobFields in npm 5.33-5.38 writes) in ``code`` whose command is
     one of ``cmds`` (a regex alternation); arguments split at top-level commas."""
     out = []
-    for m in re.finditer(r"""rcall\(\s*["'](""" + cmds + r""")["']\s*,""", code):
+    for m in re.finditer(r"""(?:rcall|redis\.call)\(\s*["'](""" + cmds + r""")["']\s*,""", code):
         depth, k, quote = 1, m.end(), ""
         args, cur = [], []
         while k < len(code) and depth:
@@ -368,6 +369,15 @@ def score_ranges(text: str) -> list[str]:
     bound by one, which no other fact shows."""
     return sorted({"|".join(" ".join(a.split()) for a in args[1:])
                    for _cmd, args in _call_args(_code(text), "ZRANGEBYSCORE")})
+
+
+def priority_scores(text: str) -> list[str]:
+    """The priority scores a script computes: each expression (assigned or returned) that multiplies by
+    ``0x100000000``, as source text (whitespace collapsed): releases before 5.8 add ``bit.band(prioCounter,
+    0xffffffffffff)`` (a 32-bit operation in Redis's Lua), later ones ``prioCounter % 0x100000000``, which
+    the helper's name alone does not show (5.8-5.40 compute it inline)."""
+    return sorted({" ".join(m.group(1).split()) for m in
+                   re.finditer(r"(?:=|\breturn)\s*([^\n=]*0x100000000[^\n]*)", _code(text))})
 
 
 def main_sequence(text: str) -> list[str]:
@@ -459,6 +469,7 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
                     lay["calls"] = call_graph(text)
                     lay["score_ranges"] = score_ranges(text)
                     lay["main"] = main_sequence(text)
+                    lay["prio_scores"] = priority_scores(text)
                     lay["dels"] = sorted({"|".join(" ".join(a.split()) for a in args)
                                           for _c, args in _call_args(_code(text), "DEL")})
                     lay["zadds"] = sorted({"|".join(" ".join(a.split()) for a in args)
@@ -474,7 +485,8 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
     return table, layouts
 
 
-INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls", "score_ranges", "counts", "main", "dels", "zadds")
+INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls", "score_ranges", "counts", "main", "dels", "zadds",
+            "prio_scores")
 
 
 def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:

@@ -223,29 +223,46 @@ def test_move_to_delayed_oracle(pair: Pair, family: str) -> None:  # noqa: F811
 
 
 #: npm releases whose moveToDelayed / retryJob / promote differ from the installed families' (fetched with npm
-#: pack, as tests/test_native_scripts.py's variant oracle does): what each adds
-MOVES_VARIANTS = {
-    "5.46.1": "moveToDelayed: 8 keys, no fetch, score before LREM; retryJob: prev failed, 2-field meta read",
-    "5.59.0": "moveToDelayed: 8 keys, LREM before score; retryJob/promote: 2-field getTargetQueueList",
-    "6.1.2": "moveToDelayed: 12 keys (the paused list) with getQueueMetadata",
+#: pack, as tests/test_native_scripts.py's variant oracle does): the scripts that must run natively, and what
+#: each adds
+MOVES_VARIANTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "5.7.15": (("retryJob",), "retryJob: HEXISTS paused, no second read, bound at the next ms, bit.band score"),
+    "5.8.7": (("moveToDelayed", "retryJob"), "moveToDelayed: 6 ARGV (no fields); retryJob: HEXISTS paused, "
+              "no second read, bound below the next ms"),
+    "5.20.1": (("moveToDelayed", "retryJob"), "retryJob: 2-field getTargetQueueList, then isQueuePausedOrMaxed, "
+               "no fields to update"),
+    "5.36.0": (("moveToDelayed", "retryJob"), "moveToDelayed: updateJobFields with redis.call"),
+    "5.40.5": (("moveToDelayed", "retryJob"), "retryJob: the priority score inline (no getPriorityScore)"),
+    "5.46.1": (("moveToDelayed", "retryJob", "promote"),
+               "moveToDelayed: 8 keys, no fetch, score before LREM; retryJob: prev failed, 2-field meta read"),
+    "5.59.0": (("moveToDelayed", "retryJob", "promote"),
+               "moveToDelayed: 8 keys, LREM before score; retryJob/promote: 2-field getTargetQueueList"),
+    "6.1.2": (("moveToDelayed", "retryJob", "promote"), "moveToDelayed: 12 keys (the paused list) with getQueueMetadata"),
 }
 
 
-@pytest.mark.parametrize("version", sorted(MOVES_VARIANTS))
+@pytest.mark.parametrize("version", sorted(MOVES_VARIANTS, key=lambda v: tuple(map(int, v.split(".")))))
 def test_moves_variant_oracle(pair: Pair, version: str) -> None:  # noqa: F811
+    """Each release's variant of moveToDelayed / retryJob / promote matches the Lua path and ran natively
+    (the native log counts); the scripts not listed for it run their scenario too where native."""
     import compat.native  # noqa: F401
     from compat.scripts import native_digests
 
     from .test_native_scripts import _variant_bodies
 
     bodies = _variant_bodies(version)
+    must = MOVES_VARIANTS[version][0]
     for name, scenario in (("moveToDelayed", mtd_scenario), ("retryJob", rj_scenario),
                            ("promote", promote_scenario)):
-        assert native_digests(name).get(sha(bodies[name])) == name, (version, name)
+        native = native_digests(name).get(sha(bodies[name])) == name
+        assert native or name not in must, (version, name)
+        if not native:
+            continue
         pair.flush()
         before = _ran(pair, name)
         scenario(Queue(pair, bodies))
         assert _ran(pair, name) - before >= 8, (version, name)
+
 
 def _stats_and_monitor(pr: Pair, cycle: Callable[[], None]) -> None:
     """INFO commandstats after ``cycle()``, and the lines a MONITOR client sees during another, are the same
@@ -376,6 +393,11 @@ def rj_scenario(q: Queue) -> None:
     p.both("SET", Q + b"pc", "7")
     assert rj(ja, token="t5") == 0
     assert p.lua.zscore(Q + b"prioritized", ja) == 3 * 2**32 + 8
+    # a priority counter past 2**31 (before 5.8 bit.band's 32 bits make the score negative: Lua)
+    ja = q.fetch("t5")
+    p.both("HSET", Q + ja, "priority", "2")
+    p.both("SET", Q + b"pc", str(2**31 - 1))
+    assert rj(ja, token="t5") == 0
     # bails (Lua): a delayed job due (promoted first), a priority out of range, an atm that is no integer
     jb = q.fetch("t6")
     p.both("ZADD", Q + b"delayed", str(TS * 4096), "due")
@@ -457,7 +479,7 @@ def promote_scenario(q: Queue) -> None:
     dly = q.b["addDelayedJob"]
     dk = _release_keys(dly, _DELAYED_ROLES)
     ids = [p.script(dly, dk, _release_add_args(dly, name=f"d{i}", opts={"delay": 60000 + i, "attempts": 1}))
-           for i in range(8)]
+           for i in range(9)]
     p.compare()
     pr = lambda j: q.run("promote", j, [Q, j])  # noqa: E731
     p.both("DEL", Q + b"marker")
@@ -486,6 +508,10 @@ def promote_scenario(q: Queue) -> None:
     assert pr(ids[6]) == 0
     p.both("HSET", Q + ids[7], "priority", "1.5")
     assert pr(ids[7]) == 0
+    # a priority counter past 2**31 (before 5.8 bit.band's 32 bits make the score negative: Lua)
+    p.both("HSET", Q + ids[8], "priority", "1")
+    p.both("SET", Q + b"pc", str(2**31 - 1))
+    assert pr(ids[8]) == 0
 
 
 @pytest.mark.parametrize("family", _fams("promote"))

@@ -72,7 +72,8 @@ _MTD_MAIN_SCORE_FIRST = _MTD_MAIN[:3] + ["getDelayedScore", "LREM"] + _MTD_MAIN[
 class MtdVariant(NamedTuple):
     wait: int | None  # the wait key's position (the fetch's keys; None: the release fetches nothing)
     pc: int | None  # the priority counter's position
-    score_first: bool  # getDelayedScore before LREM (5.39-5.58)
+    score_first: bool  # getDelayedScore before LREM (before 5.59)
+    fields: bool = True  # ARGV[7]'s fields to update are written (5.33+; before, no ARGV[7] is read)
 
 
 #: 6.3+ (11 keys)
@@ -82,11 +83,19 @@ MTD_V6 = MtdVariant(8, 10, False)
 def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
     """moveToDelayed: the releases with 6.x's keys and ARGV, the fetch's or not: npm 5.73+, 6.x, PyPI 2.20+,
     3.x fetch the next job (11 keys, or 12 with the paused list), reading meta's paused concurrency max
-    duration and re-adding the marker; npm 5.39-5.72 and PyPI 2.13-2.19 take 8 keys and 7 ARGV and fetch
-    nothing (5.39-5.58 score the job before its LREM). Decided by the main code's call order."""
+    duration and re-adding the marker; npm 5.33-5.72 and PyPI 2.13-2.19 take 8 keys and 7 ARGV and fetch
+    nothing (before 5.59 they score the job before its LREM; npm 5.8-5.32 take 6 ARGV, no fields to update).
+    Decided by the main code's call order."""
     keys, argv, main = lay.get("keys"), lay.get("argv"), lay.get("main")
     calls = set(lay.get("calls", ()))
-    if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:7]:
+    if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:6]:
+        # npm 5.8-5.32: no fields to update (nor updateJobFields), the score before the LREM
+        if main != [c for c in _MTD_MAIN_SCORE_FIRST if c != "updateJobFields"] + ["addDelayMarkerIfNeeded"]:
+            return None
+        if "main>updateJobFields" in calls:
+            return None
+        v = MtdVariant(None, None, True, False)
+    elif keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:7]:
         if main == _MTD_MAIN + ["addDelayMarkerIfNeeded"]:
             v = MtdVariant(None, None, False)
         elif main == _MTD_MAIN_SCORE_FIRST + ["addDelayMarkerIfNeeded"]:
@@ -113,9 +122,11 @@ def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
             return None
     else:
         return None
-    if not _MTD_CALLS <= calls or not _writes_events(lay, _MTD_EVENTS):
+    if not _MTD_CALLS - ({"main>updateJobFields"} if not v.fields else set()) <= calls:
         return None
-    if not _MTD_HASH_WRITES <= set(lay.get("hash_writes", ())):
+    if not _writes_events(lay, _MTD_EVENTS):
+        return None
+    if not _MTD_HASH_WRITES - ({"HMSET|?"} if not v.fields else set()) <= set(lay.get("hash_writes", ())):
         return None
     return True if v == MTD_V6 else v
 
@@ -127,7 +138,7 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mtd
     if len(argv) < 6 or len(set(keys)) != len(keys):
         raise Bail("args")
     prefix, ts, job_id, token, delay_raw, skip = argv[:6]
-    fields = _job_fields(argv[6] if len(argv) > 6 else None)
+    fields = _job_fields(argv[6] if len(argv) > 6 and variant.fields else None)
     fetch = variant.wait is not None and len(argv) > 7 and argv[7] == b"1"
     marker_key, active_key, prio_key, delayed_key, job_key, events_key, meta_key, stalled_key = keys[:8]
     if job_key + b":lock" in keys:

@@ -13,7 +13,10 @@ from respqueue.types.zset import ZSet
 
 from ..scripts import Bail, Ctx, cmd, native
 from .helpers import (
+    _BOUND_AT,
+    _BOUND_BELOW,
     _NUM_RE,
+    HEXISTS,
     HGET,
     HINCRBY,
     HSET,
@@ -42,37 +45,93 @@ _PUSH = {b"LPUSH": cmd("lpush"), b"RPUSH": cmd("rpush")}
 _RJ_KEYS = ["active", "wait", "paused", "job key", "meta", "events stream", "delayed key", "prioritized key",
             "pc priority counter", "marker", "stalled"]
 _RJ_ARGV = ["key prefix", "timestamp", "pushcmd", "jobid", "token", "optional job fields to update"]
-_RJ_CALLS = frozenset({"main>removeLock", "main>updateJobFields", "main>promoteDelayedJobs", "main>getOrSetMaxEvents",
-                       "main>addJobInTargetList", "main>addJobWithPriority", "main>isQueuePausedOrMaxed",
-                       "addJobInTargetList>addBaseMarkerIfNeeded", "addJobWithPriority>addBaseMarkerIfNeeded",
-                       "addJobWithPriority>getPriorityScore"})
-_RJ_HASH_WRITES = frozenset({"HMSET|?", "HSET|opts.maxLenEvents|?"})
+_RJ_CALLS = frozenset({"main>removeLock", "main>promoteDelayedJobs", "main>getOrSetMaxEvents",
+                       "main>addJobInTargetList", "main>addJobWithPriority",
+                       "addJobInTargetList>addBaseMarkerIfNeeded", "addJobWithPriority>addBaseMarkerIfNeeded"})
+_RJ_HASH_WRITES = frozenset({"HSET|opts.maxLenEvents|?"})
+#: the priority score (getPriorityScore from 5.41; the same expression inline in addJobWithPriority before)
+_RJ_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
+#: before 5.8: the counter's low 48 bits with bit.band, a 32-bit operation (the native path takes counters
+#: below 2**31 - 1 only, where it is the counter itself)
+_RJ_SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
+
+
+def _rj_main(fields: bool, recheck: bool, first: str) -> list[str]:
+    """retryJob's main code calls, in order, for a variant."""
+    return ([first, "promoteDelayedJobs", "EXISTS", "removeLock"] + (["updateJobFields"] if fields else [])
+            + ["LREM", "HGET"] + (["isQueuePausedOrMaxed"] if recheck else [])
+            + ["addJobInTargetList", "addJobWithPriority", "HINCRBY", "getOrSetMaxEvents", "XADD"])
 
 
 class RetryVariant(NamedTuple):
-    queue: QueueVariant  # the first read of the queue's state (the second is isQueuePausedOrMaxed in all)
-    prev: bytes  # the waiting event's "prev": active (5.58+), failed (5.41-5.57)
+    """What retryJob's releases do differently. ``queue``: the first read of the queue's state (its meta
+    fields; () for ``HEXISTS meta paused``, before 5.9). ``prev``: the waiting event's "prev": active (5.58+),
+    failed (before). ``fields``: ARGV[6]'s fields to update are written (5.39+). ``recheck``: the queue is read
+    again (isQueuePausedOrMaxed) after the job left active (5.9+; before, the first read's paused decides the
+    marker). ``bound_below``: the promotion bound is (ts + 1) * 0x1000 - 1 (5.8+; before, without the - 1).
+    ``band``: the priority score's counter taken with bit.band (before 5.8)."""
+
+    queue: QueueVariant
+    prev: bytes
+    fields: bool = True
+    recheck: bool = True
+    bound_below: bool = True
+    band: bool = False
 
 
 RETRY_V6 = RetryVariant(QUEUE_V6, b"active")
 
 
 def _accept_rj(numkeys: int, lay: dict[str, Any]) -> Any:
-    """retryJob: the releases with 6.x's keys and ARGV (npm 5.41+, PyPI 2.13+), whose priority score is taken
-    modulo 2**32 (getPriorityScore); the first read of the queue's state and the event's "prev" as variants."""
-    if numkeys != 11 or lay.get("keys") != _RJ_KEYS or lay.get("argv") != _RJ_ARGV:
+    """retryJob: the releases with 6.x's keys (npm 5.5+, PyPI 2.13+), ARGV with or without the fields to
+    update, and the main code's calls in one of the orders :func:`_rj_main` gives; the first read of the
+    queue's state, the event's "prev", the second read, the promotion bound and the priority score's form
+    as variants (:class:`RetryVariant`)."""
+    if numkeys != 11 or lay.get("keys") != _RJ_KEYS:
         return None
-    if not _RJ_CALLS <= set(lay.get("calls", ())) or not _RJ_HASH_WRITES <= set(lay.get("hash_writes", ())):
+    argv = lay.get("argv")
+    calls = set(lay.get("calls", ()))
+    if argv == _RJ_ARGV:
+        fields = True
+        if "HMSET|?" not in lay.get("hash_writes", ()) or "main>updateJobFields" not in calls:
+            return None
+    elif argv == _RJ_ARGV[:5]:
+        fields = False  # before 5.39 (an ARGV[6] is not read)
+    else:
+        return None
+    if not _RJ_CALLS <= calls or not _RJ_HASH_WRITES <= set(lay.get("hash_writes", ())):
         return None
     events = set(lay.get("events", ()))
     prev = [e.rsplit("|", 1)[1] for e in events if e.startswith("event|waiting|jobId|?|prev|")
             and e != "event|waiting|jobId|?|prev|delayed"]
     if len(prev) != 1 or prev[0] not in ("active", "failed"):
         return None
-    q = _queue_variant(lay, "main")
-    if q is None:
+    reads = lay.get("hash_reads", ())
+    if "main>getTargetQueueList" in calls and "HEXISTS|paused" in reads:
+        if "HMGET|paused|concurrency" in reads:
+            return None
+        q = QueueVariant((), True)  # before 5.9: HEXISTS meta paused
+    else:
+        q = _queue_variant(lay, "main")
+        if q is None:
+            return None
+    recheck = "main>isQueuePausedOrMaxed" in calls
+    first = "getTargetQueueList" if q.paused_list else "isQueuePausedOrMaxed"
+    if lay.get("main") != _rj_main(fields, recheck, first):
         return None
-    v = RetryVariant(q, prev[0].encode())
+    if not recheck and q.meta_fields:
+        return None  # (a concurrency limit read once only: no release does that)
+    ranges = lay.get("score_ranges", ())
+    if list(ranges) not in ([_BOUND_BELOW], [_BOUND_AT]):
+        return None
+    scores = lay.get("prio_scores")
+    if scores == [_RJ_SCORE]:
+        band = False
+    elif scores == [_RJ_SCORE_BAND]:
+        band = True
+    else:
+        return None
+    v = RetryVariant(q, prev[0].encode(), fields, recheck, ranges[0] == _BOUND_BELOW, band)
     return True if v == RETRY_V6 else v
 
 
@@ -83,7 +142,7 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
     if len(argv) < 5 or len(set(keys)) != 11:
         raise Bail("args")
     prefix, ts, push_cmd, job_id, token = argv[:5]
-    fields = _job_fields(argv[5] if len(argv) > 5 else None)
+    fields = _job_fields(argv[5] if len(argv) > 5 and variant.fields else None)
     push = _PUSH.get(push_cmd)
     if push is None:
         raise Bail("push command")
@@ -98,7 +157,7 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
     meta = _check(db, meta_key, Hash)
     limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
     _check(db, active_key, List)
-    upto = (float(ts) + 1) * 0x1000 - 1
+    upto = (float(ts) + 1) * 0x1000 - (1 if variant.bound_below else 0)
     _check_nothing_due(_check(db, delayed_key, ZSet), upto)
     job = _check(db, job_key, Hash)
     lock = 0
@@ -114,6 +173,10 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         if priority:
             _check(db, prio_key, ZSet)
             _check_pc(db, pc_key)
+            if variant.band:
+                pc = db.lookup(pc_key)  # (a string holding an integer or absent: checked)
+                if pc is not None and int(pc) >= 0x7FFFFFFF:
+                    raise Bail("priority counter")  # bit.band's 32 bits
         else:
             _check(db, paused_key if variant.queue.paused_list and limit == -1 else wait_key, List)
         _check(db, marker_key, ZSet)
@@ -123,14 +186,22 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         _check_stream(db, events_key)
     # ---- the script's calls
     call = ctx.call
-    target, _pom = _target_queue(ctx, variant.queue, meta_key, limit, active_key, wait_key, paused_key)
+    if variant.queue.meta_fields:
+        target, first_pom = _target_queue(ctx, variant.queue, meta_key, limit, active_key, wait_key, paused_key)
+    else:  # before 5.9: HEXISTS meta paused
+        ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])
+        first_pom = limit == -1
+        target = paused_key if first_pom else wait_key
     # promoteDelayedJobs: nothing due (checked above)
     call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
     n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields, active_key)
     if n < 1:
         return n if n < 0 else -3
     ctx.inline(HGET, [b"HGET", job_key, b"priority"])  # (read above; the fields written hold no priority)
-    _t, paused_or_maxed = _target_queue(ctx, QUEUE_V6, meta_key, limit, active_key, wait_key, paused_key)
+    if variant.recheck:
+        _t, paused_or_maxed = _target_queue(ctx, QUEUE_V6, meta_key, limit, active_key, wait_key, paused_key)
+    else:
+        paused_or_maxed = first_pom
     if priority == 0:
         call(push, [push_cmd, target, job_id])
     else:
