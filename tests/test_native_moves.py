@@ -226,11 +226,13 @@ def test_move_to_delayed_oracle(pair: Pair, family: str) -> None:  # noqa: F811
 #: pack, as tests/test_native_scripts.py's variant oracle does): the scripts that must run natively, and what
 #: each adds
 MOVES_VARIANTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "5.7.15": (("retryJob",), "retryJob: HEXISTS paused, no second read, bound at the next ms, bit.band score"),
-    "5.8.7": (("moveToDelayed", "retryJob"), "moveToDelayed: 6 ARGV (no fields); retryJob: HEXISTS paused, "
-              "no second read, bound below the next ms"),
-    "5.20.1": (("moveToDelayed", "retryJob"), "retryJob: 2-field getTargetQueueList, then isQueuePausedOrMaxed, "
-               "no fields to update"),
+    "5.0.0": (("promote",), "promote: 8 keys, HEXISTS paused, the marker ZADDs inline, bit.band score"),
+    "5.7.15": (("retryJob", "promote"), "retryJob: HEXISTS paused, no second read, bound at the next ms, "
+               "bit.band score; promote: 8 keys, HEXISTS paused, bit.band score"),
+    "5.8.7": (("moveToDelayed", "retryJob", "promote"), "moveToDelayed: 6 ARGV (no fields); retryJob: HEXISTS "
+              "paused, no second read, bound below the next ms; promote: 8 keys, HEXISTS paused"),
+    "5.20.1": (("moveToDelayed", "retryJob", "promote"), "retryJob: 2-field getTargetQueueList, then "
+               "isQueuePausedOrMaxed, no fields to update; promote: the priority score inline"),
     "5.36.0": (("moveToDelayed", "retryJob"), "moveToDelayed: updateJobFields with redis.call"),
     "5.40.5": (("moveToDelayed", "retryJob"), "retryJob: the priority score inline (no getPriorityScore)"),
     "5.46.1": (("moveToDelayed", "retryJob", "promote"),

@@ -73,10 +73,11 @@ as the Lua path's calls).
   marker unless paused or maxed, atm + 1, the waiting event; the fields to update; the -1/-2/-3/-6 codes.
   Lua: delayed jobs due for promotion, fractional or out-of-range priorities, a priority counter at
   2**32 - 1 (2**31 - 1 before 5.8), fields that write atm or priority; npm 5.0-5.6.
-* promote (npm 5.41+, 6.x; PyPI 2.13+, 3.x; 5.x's getTargetQueueList as a variant): delayed -> wait (the
-  paused list on a paused 5.x queue) or prioritized, the marker unless paused or maxed, the waiting event,
-  delay 0; -3 for a job not delayed. Lua: a legacy ``0:`` marker at the head of the target list, fractional
-  or out-of-range priorities.
+* promote (every release: npm 5.0-6.x, PyPI 2.13+, 3.x; as variants 5.x's getTargetQueueList, 5.0-5.8's 8
+  keys with ``HEXISTS meta paused``, 5.0-5.7's bit.band priority score, 5.0.0's markers added inline): delayed
+  -> wait (the paused list on a paused 5.x queue) or prioritized, the marker unless paused or maxed, the
+  waiting event, delay 0; -3 for a job not delayed. Lua: a legacy ``0:`` marker at the head of the target
+  list, fractional or out-of-range priorities, a priority counter at 2**32 - 1 (2**31 - 1 before 5.8).
 * moveStalledJobsToWait (npm 5.0-6.x, PyPI 2.x-3.x: all 28 digests; key positions, the ``{failed, stalled}``
   reply of releases with a failed zset, 5.0.0's trimEvents without a default, as variants): the check key
   present (the reply at once); no job truly stalled (check key set, events trimmed, stalled members that are

@@ -3,7 +3,7 @@ prioritized zset, with the 'waiting' event."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
@@ -11,6 +11,7 @@ from respqueue.types.zset import ZSet
 
 from ..scripts import Bail, Ctx, cmd, native
 from .helpers import (
+    HEXISTS,
     HGET,
     HSET,
     LPUSH,
@@ -33,33 +34,93 @@ LINDEX = cmd("lindex")
 
 _PR_KEYS = ["delayed", "wait", "paused", "meta", "prioritized", "active", "pc priority counter", "event stream",
             "marker"]
-_PR_CALLS = frozenset({"main>addJobInTargetList", "main>addJobWithPriority", "addJobInTargetList>addBaseMarkerIfNeeded",
-                       "addJobWithPriority>addBaseMarkerIfNeeded", "addJobWithPriority>getPriorityScore"})
+#: before 5.9: no active key
+_PR_KEYS_8 = _PR_KEYS[:5] + _PR_KEYS[6:]
+_PR_CALLS = frozenset({"main>addJobWithPriority"})
+#: the priority score (getPriorityScore from 5.41, inline in addJobWithPriority before)
+_PR_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
+#: before 5.8: the counter's low 48 bits with bit.band, a 32-bit operation (native for counters below 2**31 - 1)
+_PR_SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
+
+
+class PromoteVariant(NamedTuple):
+    """What promote's releases do differently. ``queue``: how they read the queue's state (6.x:
+    isQueuePausedOrMaxed; 5.9+: getTargetQueueList, the paused list; ``meta_fields`` () for before 5.9's
+    ``HEXISTS meta paused``). ``active``: the active key's position (None: 8 keys, before 5.9). ``band``: the
+    score's counter taken with bit.band (before 5.8)."""
+
+    queue: QueueVariant
+    active: int | None = 5
+    band: bool = False
+
+
+PROMOTE_V6 = PromoteVariant(QUEUE_V6)
 
 
 def _accept_promote(numkeys: int, lay: dict[str, Any]) -> Any:
-    """promote: the releases with 6.x's 9 keys (npm 5.41+, PyPI 2.13+), whose priority score is taken modulo
-    2**32 (getPriorityScore); how they read the queue's state (6.x: isQueuePausedOrMaxed; 5.x:
-    getTargetQueueList, the paused list) as a variant."""
-    if numkeys != 9 or lay.get("keys") != _PR_KEYS or lay.get("argv") != ["queue tokey", "jobid"]:
+    """promote: the releases with 6.x's 9 keys (npm 5.9+, PyPI 2.13+) or 5.x's 8 (no active key, npm 5.0-5.8),
+    whose main code makes 6.x's calls in 6.x's order (npm 5.0.0's pushes and marker inline); the queue's
+    state read, the key count and the priority score's form (:data:`_PR_SCORE`, or bit.band's) as variants."""
+    keys = lay.get("keys")
+    if numkeys == 9 and keys == _PR_KEYS:
+        active: int | None = 5
+    elif numkeys == 8 and keys == _PR_KEYS_8:
+        active = None
+    else:
         return None
-    if not _PR_CALLS <= set(lay.get("calls", ())) or "HSET|delay|?" not in lay.get("hash_writes", ()):
+    if lay.get("argv") != ["queue tokey", "jobid"]:
+        return None
+    calls = set(lay.get("calls", ()))
+    if not _PR_CALLS <= calls or "HSET|delay|?" not in lay.get("hash_writes", ()):
         return None
     if "event|waiting|jobId|?|prev|delayed" not in lay.get("events", ()):
         return None
-    q = _queue_variant(lay, "main")
-    if q is None:
+    reads = lay.get("hash_reads", ())
+    if active is None:
+        if "main>getTargetQueueList" not in calls or "HEXISTS|paused" not in reads:
+            return None
+        q = QueueVariant((), True)
+        first = "getTargetQueueList"
+    else:
+        q = _queue_variant(lay, "main")
+        if q is None:
+            return None
+        first = "getTargetQueueList" if q.paused_list else "isQueuePausedOrMaxed"
+    main = lay.get("main")
+    head, tail = ["ZREM", "HGET", first, "LINDEX", "LPOP"], ["addJobWithPriority", "XADD", "HSET"]
+    if main == head + ["addJobInTargetList"] + tail:
+        if not {"main>addJobInTargetList", "addJobInTargetList>addBaseMarkerIfNeeded",
+                "addJobWithPriority>addBaseMarkerIfNeeded"} <= calls:
+            return None
+    elif main == head + ["LPUSH", "ZADD"] + tail:  # npm 5.0.0: the pushes' markers inline
+        if active is not None or not {'KEYS[8]|0|"0"', 'markerKey|0|"0"'} <= set(lay.get("zadds", ())):
+            return None
+    else:
         return None
-    return True if q == QUEUE_V6 else q
+    scores = lay.get("prio_scores")
+    if scores == [_PR_SCORE]:
+        band = False
+    elif scores == [_PR_SCORE_BAND]:
+        band = True
+    else:
+        return None
+    v = PromoteVariant(q, active, band)
+    return True if v == PROMOTE_V6 else v
 
 
 @native("promote", _accept_promote)
-def promote(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: QueueVariant = QUEUE_V6) -> Any:
-    """KEYS: delayed wait paused meta prioritized active pc events marker; ARGV: prefix, jobId."""
-    if len(argv) < 2 or len(set(keys)) != 9:
+def promote(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: PromoteVariant = PROMOTE_V6) -> Any:
+    """KEYS: delayed wait paused meta prioritized [active] pc events marker; ARGV: prefix, jobId."""
+    n = 8 if variant.active is None else 9
+    if len(argv) < 2 or len(set(keys)) != n:
         raise Bail("args")
     prefix, job_id = argv[0], argv[1]
-    delayed_key, wait_key, paused_key, meta_key, prio_key, active_key, pc_key, events_key, marker_key = keys
+    if variant.active is None:
+        delayed_key, wait_key, paused_key, meta_key, prio_key, pc_key, events_key, marker_key = keys
+        active_key = None
+    else:
+        delayed_key, wait_key, paused_key, meta_key, prio_key, active_key, pc_key, events_key, marker_key = keys
+    queue = variant.queue
     job_key = prefix + job_id
     if job_key in keys:
         raise Bail("key clash")
@@ -73,21 +134,30 @@ def promote(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: QueueVarian
     priority = _job_priority(None if job is None else job.get(b"priority"))
     meta = _check(db, meta_key, Hash)
     limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
-    _check(db, active_key, List)
-    target = paused_key if variant.paused_list and limit == -1 else wait_key
+    if active_key is not None:
+        _check(db, active_key, List)
+    target = paused_key if queue.paused_list and limit == -1 else wait_key
     tl = _check(db, target, List)
     if tl and tl.get(0)[:2] == b"0:":
         raise Bail("legacy marker")
     if priority:
         _check(db, prio_key, ZSet)
         _check_pc(db, pc_key)
+        if variant.band:
+            pc = db.lookup(pc_key)  # (a string holding an integer or absent: checked)
+            if pc is not None and int(pc) >= 0x7FFFFFFF:
+                raise Bail("priority counter")  # bit.band's 32 bits
     _check(db, marker_key, ZSet)
     _check_stream(db, events_key)
     # ---- the script's calls
     call = ctx.call
     call(ZREM, [b"ZREM", delayed_key, job_id])
     ctx.inline(HGET, [b"HGET", job_key, b"priority"])
-    target, paused_or_maxed = _target_queue(ctx, variant, meta_key, limit, active_key, wait_key, paused_key)
+    if active_key is None:  # before 5.9: HEXISTS meta paused
+        ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])
+        paused_or_maxed = limit == -1
+    else:
+        target, paused_or_maxed = _target_queue(ctx, queue, meta_key, limit, active_key, wait_key, paused_key)
     ctx.inline(LINDEX, [b"LINDEX", target, b"0"])  # (no legacy marker: checked)
     if priority == 0:
         call(LPUSH, [b"LPUSH", target, job_id])
