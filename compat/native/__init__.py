@@ -53,12 +53,13 @@ Implemented:
   that Lua's tonumber might read otherwise than as a plain integer or as no number.
 Without a MONITOR client the reads of isFinished and getCounts are answered by their type checks (counted
 as the Lua path's calls).
-* changePriority (npm 5.9+, 6.x; PyPI 2.13+, 3.x: 5.x's paused list as the target of a paused queue, 5.60+'s
-  4-field meta read and 5.9-5.12's whole job key as variants): prioritized or waiting jobs to the prioritized
-  zset (counted, or LIFO in front) or to the wait/paused list (LPUSH/RPUSH), markers unless paused or at the
-  concurrency, active or missing jobs. Lua: 5.0-5.8's 6-key texts, priorities other than a plain integer
-  0..2^21, a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1, meta's concurrency
-  not an integer, a key of another type, coinciding keys, too few arguments.
+* changePriority (every release: npm 5.0-6.x, PyPI 2.13+, 3.x: 5.x's paused list as the target of a paused
+  queue, 5.60+'s 4-field meta read, the whole job key before 5.13, 5.0-5.8's 6 keys with ``HEXISTS meta
+  paused`` and 5.0-5.7's re-add rules (no LIFO, bit.band's score) as variants): prioritized or waiting jobs to
+  the prioritized zset (counted, or LIFO in front) or to the wait/paused list (LPUSH/RPUSH), markers unless
+  paused or at the concurrency, active or missing jobs. Lua: priorities other than a plain integer 0..2^21,
+  a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1 (2^31 - 1 before 5.8),
+  meta's concurrency not an integer, a key of another type, coinciding keys, too few arguments.
 * moveToDelayed (npm 5.8+, 6.x; PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused list,
   5.33-5.72's 8 keys that fetch nothing (5.33-5.58 scoring the job before its LREM), 5.8-5.32's 6 ARGV
   without fields to update): active -> delayed (removeLock, the fields to update, getDelayedScore's slot,
