@@ -109,7 +109,14 @@ class Queue:
         return len(layout(sha(self.b["moveToDelayed"]))["argv"]) == 9
 
     def mtd(self, job_id: bytes, **kw: Any) -> Any:
+        from compat.scripts import layout
+
         argv = mtd_args(job_id, **kw)
+        if layout(sha(self.b["moveToDelayed"]))["argv"][2] == "delayedtimestamp":
+            # npm 5.5-5.7: the caller's score as ARGV[3] (here not a multiple of 4096: the event's delay is
+            # fractional), no fields
+            score = (int(argv[1]) + int(argv[4])) * 0x1000 + 5
+            return self.run("moveToDelayed", job_id, [Q, argv[1], score, job_id, argv[3], argv[4], argv[5]])
         if not self.fetches:
             argv = argv[:7]
         elif len(argv) == 7:
@@ -227,8 +234,9 @@ def test_move_to_delayed_oracle(pair: Pair, family: str) -> None:  # noqa: F811
 #: each adds
 MOVES_VARIANTS: dict[str, tuple[tuple[str, ...], str]] = {
     "5.0.0": (("promote",), "promote: 8 keys, HEXISTS paused, the marker ZADDs inline, bit.band score"),
-    "5.7.15": (("retryJob", "promote"), "retryJob: HEXISTS paused, no second read, bound at the next ms, "
-               "bit.band score; promote: 8 keys, HEXISTS paused, bit.band score"),
+    "5.7.15": (("moveToDelayed", "retryJob", "promote"), "moveToDelayed: the caller's score as ARGV[3], the "
+               "marker unless paused; retryJob: HEXISTS paused, no second read, bound at the next ms, bit.band "
+               "score; promote: 8 keys, HEXISTS paused, bit.band score"),
     "5.8.7": (("moveToDelayed", "retryJob", "promote"), "moveToDelayed: 6 ARGV (no fields); retryJob: HEXISTS "
               "paused, no second read, bound below the next ms; promote: 8 keys, HEXISTS paused"),
     "5.20.1": (("moveToDelayed", "retryJob", "promote"), "retryJob: 2-field getTargetQueueList, then "

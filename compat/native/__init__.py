@@ -60,13 +60,13 @@ as the Lua path's calls).
   paused or at the concurrency, active or missing jobs. Lua: priorities other than a plain integer 0..2^21,
   a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1 (2^31 - 1 before 5.8),
   meta's concurrency not an integer, a key of another type, coinciding keys, too few arguments.
-* moveToDelayed (npm 5.8+, 6.x; PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused list,
+* moveToDelayed (npm 5.5+, 6.x; PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused list,
   5.33-5.72's 8 keys that fetch nothing (5.33-5.58 scoring the job before its LREM), 5.8-5.32's 6 ARGV
-  without fields to update): active -> delayed (removeLock, the fields to update, getDelayedScore's slot,
+  without fields to update, 5.5-5.7's score given as ARGV[3] and delay marker only for an unpaused queue): active -> delayed (removeLock, the fields to update, getDelayedScore's slot,
   attempts counted or skipped, the delayed event, the delay marker), with or without fetching the next job
   (moveToActive's cases), the -1/-2/-6 codes. Lua: a job missing from active (-3), a delay that makes the job
-  due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or delays; npm 5.0-5.7
-  (the caller's score, 7-key texts).
+  due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or delays, (5.5-5.7) a score that is no plain integer below 2^53;
+  npm 5.0-5.4.
 * retryJob (npm 5.7+, 6.x; PyPI 2.13+, 3.x: as variants 5.x's getTargetQueueList (2 or 4 meta fields, the
   paused list; ``HEXISTS meta paused`` before 5.9, read once, no second read), 5.41-5.57's "prev failed"
   event, no fields to update before 5.39, the promotion bound at the next ms and bit.band's priority score

@@ -14,11 +14,13 @@ from respqueue.types.zset import ZSet
 from ..scripts import Bail, Ctx, native
 from .add_standard_job import _delayed_score
 from .helpers import (
+    _EXACT,
     _INT_RE,
     _META4,
     _NUM_RE,
     _PREPARE_HASH,
     _PREPARE_MARKER,
+    HEXISTS,
     HGET,
     HINCRBY,
     HMGET,
@@ -67,6 +69,11 @@ _MTD_MAIN = ["EXISTS", "removeLock", "updateJobFields", "LREM", "getDelayedScore
              "getOrSetMaxEvents", "ZADD", "XADD"]
 #: 5.39-5.58: getDelayedScore, then LREM
 _MTD_MAIN_SCORE_FIRST = _MTD_MAIN[:3] + ["getDelayedScore", "LREM"] + _MTD_MAIN[5:]
+#: npm 5.5-5.7: the caller's score, isQueuePaused before the delay marker
+_MTD_MAIN_CALLER_SCORE = ["EXISTS", "removeLock", "LREM", "HINCRBY", "HSET", "getOrSetMaxEvents", "ZADD", "XADD",
+                          "isQueuePaused", "addDelayMarkerIfNeeded"]
+_MTD_ARGV_CALLER_SCORE = ["key prefix", "timestamp", "delayedtimestamp", "the id of the job", "queue token",
+                          "delay value", "skip attempt"]
 
 
 class MtdVariant(NamedTuple):
@@ -74,6 +81,8 @@ class MtdVariant(NamedTuple):
     pc: int | None  # the priority counter's position
     score_first: bool  # getDelayedScore before LREM (before 5.59)
     fields: bool = True  # ARGV[7]'s fields to update are written (5.33+; before, no ARGV[7] is read)
+    caller_score: bool = False  # 5.5-5.7: ARGV[3] is the job's score (no getDelayedScore), the delay marker
+    # only for an unpaused queue (HEXISTS meta paused)
 
 
 #: 6.3+ (11 keys)
@@ -88,6 +97,16 @@ def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
     Decided by the main code's call order."""
     keys, argv, main = lay.get("keys"), lay.get("argv"), lay.get("main")
     calls = set(lay.get("calls", ()))
+    if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV_CALLER_SCORE:
+        # npm 5.5-5.7: ARGV[3] is the score (ZADD as given), HEXISTS meta paused before the marker
+        if main != _MTD_MAIN_CALLER_SCORE or "HEXISTS|paused" not in lay.get("hash_reads", ()):
+            return None
+        if not {"main>isQueuePaused", "main>removeLock", "main>getOrSetMaxEvents", "main>addDelayMarkerIfNeeded"} \
+                <= calls or "delayedKey|score|jobId" not in lay.get("zadds", ()):
+            return None
+        if not _writes_events(lay, _MTD_EVENTS) or "HSET|delay|?" not in lay.get("hash_writes", ()):
+            return None
+        return MtdVariant(None, None, False, False, True)
     if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:6]:
         # npm 5.8-5.32: no fields to update (nor updateJobFields), the score before the LREM
         if main != [c for c in _MTD_MAIN_SCORE_FIRST if c != "updateJobFields"] + ["addDelayMarkerIfNeeded"]:
@@ -135,6 +154,8 @@ def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
 def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtdVariant = MTD_V6) -> Any:
     """KEYS: marker active prioritized delayed job events meta stalled [wait limiter [paused] pc];
     ARGV: prefix timestamp jobId token delay skipAttempt [fields] [fetchNext opts]."""
+    if variant.caller_score:
+        return _move_to_delayed_scored(ctx, keys, argv)
     if len(argv) < 6 or len(set(keys)) != len(keys):
         raise Bail("args")
     prefix, ts, job_id, token, delay_raw, skip = argv[:6]
@@ -225,3 +246,62 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mtd
     _add_delay_marker(ctx, marker_key, delayed_key)
     return 0
 
+
+
+def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+    """npm 5.5-5.7: KEYS marker active prioritized delayed job events meta stalled; ARGV prefix timestamp score
+    jobId token delay skipAttempt. The job goes to the delayed zset at the caller's score (its event's delay:
+    score / 4096, a Lua number); the delay marker unless the queue is paused."""
+    if len(argv) < 7 or len(keys) != 8 or len(set(keys)) != 8:
+        raise Bail("args")
+    score_raw, job_id, token, delay_raw, skip = argv[2:7]
+    marker_key, active_key, _prio_key, delayed_key, job_key, events_key, meta_key, stalled_key = keys
+    if job_key + b":lock" in keys:
+        raise Bail("key clash")
+    if not (score_raw.isdigit() and len(score_raw) <= 16 and int(score_raw) < _EXACT):
+        raise Bail("score")  # (tonumber's other forms: Lua)
+    score = int(score_raw)
+    db = ctx.db
+    # ---- reads: everything that could fail or branch after the first write
+    job = _check(db, job_key, Hash)
+    lock = 0
+    if job is not None:
+        lock = _lock_state(db, job_key, token)
+    if job is not None and lock >= 0:
+        if skip == b"0" and not _counter_ok(job.get(b"atm")):
+            raise Bail("atm")
+        _check(db, stalled_key, Set)
+        active = _check(db, active_key, List)
+        if active is None or active.find(job_id, True) < 0:
+            raise Bail("not active")  # -3 comes after the lock is gone: Lua
+        z = _check(db, delayed_key, ZSet)
+        if z is not None and len(z):
+            first = next(z.items())[0]
+            if not (first.is_integer() and 0 <= first < _EXACT) or z.score(job_id) is not None:
+                raise Bail("delayed score")  # the marker's next timestamp is computed from the first
+        meta = _check(db, meta_key, Hash)
+        max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+        if max_events is not None and (len(max_events) > 18 or not max_events.isdigit()):
+            raise Bail("maxLenEvents")
+        _check_stream(db, events_key)
+        _check(db, marker_key, ZSet)
+    # ---- the script's calls
+    call = ctx.call
+    n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, None, active_key)
+    if n < 0:
+        return n  # (-1, -2, -6; the job is in active: checked)
+    if skip == b"0":
+        call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
+    call(HSET, [b"HSET", job_key, b"delay", delay_raw])
+    # getOrSetMaxEvents (meta read above; nothing wrote it since)
+    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
+    _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
+                     b"delay", format_number_arg(score / 0x1000)])
+    ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])  # (meta read above; nothing wrote "paused")
+    if meta is None or meta.get(b"paused") is None:
+        _add_delay_marker(ctx, marker_key, delayed_key)
+    return 0
