@@ -2,7 +2,9 @@
 release family (node 6.x, node 5.x latest, py 3.x, py 2.x; every scanned release with RESPQUEUE_RELEASE_SWEEP=1,
 or every body under RESPQUEUE_BODIES_DIR/<release>/): replies, keyspace, INFO commandstats and MONITOR lines,
 on the common paths (the stalled-check key present; an empty stalled set; the active ids copied; locked,
-finished and legacy-marker members) and on the Lua fallbacks (a truly stalled job; the stalled limit)."""
+finished and legacy-marker members), truly stalled jobs (natively for npm 5.53+ / PyPI 2.15+: moved back, several
+at once, past the limit, repeatable, paused, at the concurrency limit) and the Lua fallbacks (5.0-5.52's stalled
+jobs, failed in the script; the script's errors)."""
 
 from __future__ import annotations
 
@@ -94,7 +96,7 @@ def stalled_scenario(pair: Pair, body: bytes) -> int:
     time.sleep(0.01)
     r = _check(pair, body, ts=TS + 3)
     assert r in ([b"1"], [[], [b"1"]]), r
-    # a truly stalled job goes back to wait (Lua), and past the stalled limit fails (Lua)
+    # a truly stalled job goes back to wait, and past the stalled limit is marked (5.53+, native) or fails (Lua)
     pair.both("DEL", Q + b"2:lock")
     r = _check(pair, body, 0, Q, TS + 4, 30000)
     assert r in ([b"2"], [[b"2"], []]), r
@@ -187,3 +189,223 @@ def test_stalled_families_present() -> None:
     if len(fams) < 2:
         pytest.skip("release families not installed")
     assert {"node-6.x", "py-3.x"} <= fams, fams
+
+
+# ---- truly stalled jobs: natively for 5.53+ (moved back, ``defa`` past the limit), on Lua for 5.0-5.52 ----
+def _stall_mode(body: bytes) -> Any:
+    """The native variant's StallMode for this body (None: truly stalled jobs run on Lua)."""
+    import compat.native  # noqa: F401
+    from compat.scripts import _BY_SHA
+
+    ent = _BY_SHA.get(sha(body).encode())
+    assert ent is not None, "not native"
+    v = ent[4]
+    if v is True:
+        from compat.native.move_stalled_jobs_to_wait import STALLED_V6
+
+        v = STALLED_V6
+    return v.stall
+
+
+def _stall(pair: Pair, body: bytes, *ids: str, **kw: Any) -> Any:
+    """The given jobs, active, lose their locks and are in the stalled set; one check, compared."""
+    for i in ids:
+        pair.both("DEL", Q + i.encode() + b":lock")
+    pair.both("SADD", Q + b"stalled", *ids)
+    return _check(pair, body, **kw)
+
+
+def _ran(pair: Pair) -> int:
+    return native_log_count(pair.nat_srv, RAN)
+
+
+def stalled_moves_scenario(pair: Pair, body: bytes) -> tuple[int, int]:
+    """Truly stalled jobs with one release's script, every reply and keyspace compared against Lua: moved
+    back to wait (a priority makes no difference), several in one call, past the limit (``defa``, or failed by
+    5.0-5.52), a repeatable job, a paused queue, a queue at its concurrency limit. Returns (native runs of the
+    stalled calls, stalled calls)."""
+    mode = _stall_mode(body)
+    lay_keys = _keys(body)
+    assert len(lay_keys) in (8, 9)
+    calls = native = 0
+
+    def run(*ids: str, **kw: Any) -> Any:
+        nonlocal calls, native
+        before = _ran(pair)
+        r = _stall(pair, body, *ids, **kw)
+        calls += 1
+        native += _ran(pair) - before
+        return r
+
+    # (several jobs in one call have integer ids: the stalled set is then an intset, SMEMBERS sorted; a small
+    #  set of strings is in the server process's hash order, which differs between the two servers)
+
+    def stalled_reply(r: Any) -> list[bytes]:
+        return r[1] if r and isinstance(r[0], list) else r
+
+    for i in range(6):
+        _job(pair, str(i), priority="3" if i == 1 else "0")
+    _check(pair, body)  # the active ids copied to the stalled set
+    pair.both("DEL", Q + b"stalled")
+    # one job moved back (stc 1 of max 1)
+    r = run("0")
+    assert stalled_reply(r) == [b"0"], r
+    assert pair.lua.lrange(Q + b"wait", 0, -1) == [b"0"] and b"1" in pair.lua.hmget(Q + b"0", "stc", "stalledCounter")
+    assert pair.lua.zscore(Q + b"marker", "0") == 0 or b"marker" not in b"".join(lay_keys)
+    # a job with a priority (the script pushes it to wait all the same), and one still locked, in one call
+    pair.both("SADD", Q + b"stalled", "5")  # (5 keeps its lock)
+    r = run("1")
+    assert stalled_reply(r) == [b"1"], r
+    pair.both("SREM", Q + b"stalled", "5")
+    # several at once, one of them past the limit (max 0): 5.53+ mark it (defa), 5.0-5.52 fail it
+    pair.both("HSET", Q + b"3", "stc", "4", "stalledCounter", "4")
+    r = run("2", "3", "4", max_stalled=4)
+    assert sorted(stalled_reply(r)) in ([b"2", b"4"], [b"2", b"3", b"4"]), r
+    if mode is not None:
+        assert pair.lua.hget(Q + b"3", "defa") == b"job stalled more than allowable limit"
+        assert pair.lua.hget(Q + b"2", "defa") is None
+    # a repeatable job past the limit: no defa (5.58+); a job hash that is gone (HINCRBY creates it, 5.53+)
+    _job(pair, "70", opts='{"repeat":{"every":1000},"attempts":1}', rjk="sch")
+    pair.both("HSET", Q + b"repeat:sch", "every", "1000")
+    pair.both("LPUSH", Q + b"active", "71")
+    r = run("70", "71", max_stalled=0)
+    if mode is not None and mode.repeat == "parent":  # 5.53-5.55: cjson.decode(opts) of a job hash without opts
+        assert isinstance(r, tuple) and "script:" in r[1], r
+    if mode is not None and mode.repeat in ("opts", "rjk"):
+        assert pair.lua.hget(Q + b"70", "defa") is None
+    # the legacy repeat zset (5.78+: ZSCORE when the scheduler hash is gone), opts that are an array
+    pair.both("DEL", Q + b"repeat:sch")
+    pair.both("ZADD", Q + b"repeat", 5, "sch")
+    _job(pair, "72", opts="[1,2]", rjk="sch")
+    _job(pair, "73", opts='{"repeat":null}', rjk="nosuch")
+    run("72", "73", max_stalled=0)
+    # a queue at its concurrency limit: no marker
+    pair.both("DEL", Q + b"marker")
+    pair.both("HSET", Q + b"meta", "concurrency", "1")
+    _job(pair, "80")
+    _job(pair, "81")
+    run("80")
+    assert mode is None or not pair.lua.exists(Q + b"marker")  # (5.1-5.8 know no concurrency)
+    pair.both("HDEL", Q + b"meta", "concurrency")
+    # a paused queue: the paused list (5.x), the wait list (6.x; on Lua: the layout does not tell them apart)
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    before = _ran(pair)
+    run("81")
+    paused_native = _ran(pair) - before
+    pair.both("HDEL", Q + b"meta", "paused")
+    if mode is not None:
+        assert paused_native == int(mode.paused_known)
+    # the bail cases: a non-integer max count, opts that are no JSON; a stalled counter that is no integer
+    _job(pair, "90", opts="{bad")
+    _job(pair, "91", stc="x")
+    before = _ran(pair)
+    r = run("90", max_stalled="1.5")
+    if mode is not None and mode.repeat == "opts":
+        assert isinstance(r, tuple), r  # cjson.decode fails: the script's error, from Lua
+    r = run("91")
+    assert mode is None or isinstance(r, tuple) and "hash value is not an integer" in r[1], r
+    bails = _ran(pair) - before
+    if mode is not None:
+        assert bails == 0, bails
+    return native, calls
+
+
+@pytest.mark.parametrize("family", sorted(BODIES))
+def test_stalled_jobs_moved_back(pair: Pair, family: str) -> None:
+    """Truly stalled jobs: 5.53+ (npm) / 2.15+ (PyPI) natively, exactly as Lua, but for the bail cases (the
+    script's errors; a paused queue where the layout does not tell the target list); 5.0-5.52 on Lua."""
+    body = BODIES[family]
+    pair.load(body)
+    native, calls = stalled_moves_scenario(pair, body)
+    mode = _stall_mode(body)
+    if mode is None:
+        assert native == 0, (family, native)
+    else:
+        # every stalled call but the bail cases (2) and, where the layout does not tell, the paused queue
+        assert native == calls - 2 - (not mode.paused_known) - (mode.repeat == "parent"), (family, native, calls)
+
+
+def test_stalled_jobs_native_for_the_installed_families() -> None:
+    """The installed clients' releases (6.x, 5.x latest, PyPI 3.x and 2.x) handle truly stalled jobs natively."""
+    fams = [f for f in BODIES if ":" in f]
+    if len(fams) < 2:
+        pytest.skip("release families not installed")
+    assert all(_stall_mode(BODIES[f]) is not None for f in fams), fams
+
+
+@pytest.mark.parametrize("family", sorted(f for f in BODIES if ":" in f))  # the installed families
+def test_stalled_moves_commandstats_and_monitor(pair: Pair, family: str) -> None:
+    """INFO commandstats and MONITOR lines are the Lua path's when stalled jobs go back to wait."""
+    body = BODIES[family]
+    pair.load(body)
+
+    def cycle() -> None:
+        pair.both("DEL", Q + b"wait", Q + b"active", Q + b"stalled", Q + b"marker")
+        for i in range(4):
+            _job(pair, str(i), rjk="s" if i == 0 else "")
+        pair.both("HSET", Q + b"repeat:s", "x", "1")
+        pair.both("HSET", Q + b"meta", "concurrency", "2")
+        _stall(pair, body, "0", "1", "2", max_stalled=0)
+        pair.both("HDEL", Q + b"meta", "concurrency")
+        _stall(pair, body, "3", "9")
+
+    before = _ran(pair)
+    same_stats_and_monitor(pair, cycle, {"hincrby": 4, "rpush": 4, "xadd": 8, "lrem": 4, "zscore": 1})
+    assert _ran(pair) - before == 4
+
+
+def test_stalled_many_jobs_moved_back(pair: Pair) -> None:
+    """Hundreds of stalled jobs in one call, natively, as Lua."""
+    fams = [f for f in BODIES if _stall_mode(BODIES[f]) is not None]
+    body = BODIES[sorted(fams)[0]]
+    pair.load(body)
+    ids = [str(i) for i in range(300)]
+    pair.both("RPUSH", Q + b"active", *ids)
+    pair.both("SADD", Q + b"stalled", *ids[:250])
+    before = _ran(pair)
+    r = _check(pair, body)
+    assert sorted(r) == sorted(x.encode() for x in ids[:250])
+    assert _ran(pair) == before + 1
+    assert pair.lua.llen(Q + b"wait") == 250 and pair.lua.xlen(Q + b"events") == 500
+
+
+def test_stalled_moves_are_durable(tmp_path: Any) -> None:
+    """A native move back (RPUSH, HINCRBY stc, defa, events) survives a restart."""
+    fams = [f for f in BODIES if _stall_mode(BODIES[f]) is not None]
+    body = BODIES[sorted(fams)[0]]
+    keys = _keys(body)
+
+    def run(r: redis.Redis, s: str, srv: Any) -> None:
+        for i in range(5):
+            r.hset(Q + str(i).encode(), mapping={"name": "j", "opts": "{}", "stc": "1" if i == 2 else "0"})
+        r.rpush(Q + b"active", *[str(i) for i in range(5)])
+        r.sadd(Q + b"stalled", "1", "2", "3")
+        r.set(Q + b"3:lock", "t", px=600000)
+        reply = r.evalsha(s, len(keys), *keys, *_argv(px=600000))
+        assert sorted(reply) == [b"1", b"2"]
+        assert native_log_count(srv, RAN) == 1
+        assert r.hget(Q + b"2", "defa") and r.lrange(Q + b"wait", 0, -1) == reply
+
+    durable_run(str(tmp_path), body, run)
+
+
+#: one npm release per StallMode that no installed family has (fetched with npm pack, as CI's
+#: test_release_variant_oracle does): 5.53's HMGET opts parent, 5.56's no repeat check and 5.58's HGET opts (both
+#: with the paused queue on Lua), 5.60's HGET opts with 4 meta fields, and 5.52 (a stalled job on Lua)
+STALL_VARIANT_RELEASES = ("5.52.3", "5.53.3", "5.56.10", "5.58.9", "5.60.0")
+
+
+@pytest.mark.parametrize("version", STALL_VARIANT_RELEASES)
+def test_stalled_variant_releases(pair: Pair, version: str) -> None:
+    """The older releases' moveStalledJobsToWait, each in its own StallMode, match the Lua path exactly."""
+    from .test_native_scripts import _variant_bodies
+
+    body = _variant_bodies(version)[NAME]
+    pair.load(body)
+    native, calls = stalled_moves_scenario(pair, body)
+    mode = _stall_mode(body)
+    assert (mode is None) == (version == "5.52.3"), (version, mode)
+    if mode is None:
+        assert native == 0, (version, native)
+    else:
+        assert native == calls - 2 - (not mode.paused_known) - (mode.repeat == "parent"), (version, native, calls)

@@ -78,8 +78,12 @@ as the Lua path's calls).
   reply of releases with a failed zset, 5.0.0's trimEvents without a default, as variants): the check key
   present (the reply at once); no job truly stalled (check key set, events trimmed, stalled members that are
   locked, no longer active or legacy ``0:`` markers handled, the active ids copied to the stalled set in
-  batches of 7000). Lua: a job without its lock still in active (moved back to wait, or failed past the
-  stalled limit, with its events), bad arguments, wrong key types.
+  batches of 7000); truly stalled jobs (no lock, still in active) for npm 5.53-6.x / PyPI 2.15+ and 3.x (7
+  digests: counted, the release's repeat check, ``defa`` past the limit, back to wait or a paused 5.x queue's
+  paused list, marker, 'waiting' and 'stalled' events; StallMode). Lua: a truly stalled job of npm 5.0-5.52
+  (failed in the script), a paused queue where the layout does not tell the target list (5.56-5.59, 6.x),
+  opts cjson might read otherwise than Python, a non-integer max count or ``stc``, bad arguments, wrong key
+  types, a job key that is another key of the call.
 """
 
 from __future__ import annotations
