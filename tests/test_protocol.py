@@ -379,6 +379,41 @@ def test_large_pipeline_of_big_requests(rq_server, redis_ref):
         assert _roundtrip(rq_server.port, payload, len(cmds), chunk) == _roundtrip(redis_ref.port, payload, len(cmds), chunk)
 
 
+def test_long_pipeline_blocked_midway_then_protocol_error(rq_server, redis_ref):
+    """A long read (~80 KiB of requests): a BLPOP that blocks midway (the rest of the read waits while more
+    input arrives), a run of same-command requests after it, and a protocol error at the very end."""
+    head = b"".join(encode_command(("SET", f"p{i}", b"v" * (i % 300))) for i in range(400))
+    mid = encode_command(("BLPOP", "pq", "0"))
+    tail = b"".join(encode_command(("INCRBY", "pc", str(i))) for i in range(600)) + b"ECHO 'in line'\r\n"
+    tail += b"".join(encode_command(("GET", f"p{i}")) for i in range(0, 400, 7))
+    later = encode_command(("STRLEN", "p299")) + b"*1\r\n$x\r\n"
+    results = []
+    for port in (rq_server.port, redis_ref.port):
+        b = RawConn(port)
+        b.call_raw("FLUSHALL")
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(head + mid + tail)
+        time.sleep(0.3)
+        s.sendall(later)  # arrives while blocked
+        time.sleep(0.1)
+        assert b.call_raw("RPUSH", "pq", "x") == b":1\r\n"
+        out = bytearray()
+        while True:
+            try:
+                d = s.recv(1 << 16)
+            except (TimeoutError, ConnectionResetError):
+                break
+            if not d:
+                break
+            out += d
+        s.close()
+        b.close()
+        results.append(bytes(out))
+    assert len(head + mid + tail) > 4 * 16 * 1024
+    assert results[0] == results[1]
+    assert results[0].endswith(b"-ERR Protocol error: invalid bulk length\r\n")
+
+
 def test_resp3_replies_match_redis(diff3):
     diff3("SET", "k", "v")
     diff3("GET", "k")

@@ -5,13 +5,17 @@ from __future__ import annotations
 import logging
 from typing import Any, NamedTuple
 
-from respqueue.commands.streams import node_limits, xadd_auto_id, xadd_auto_id_to
+from respqueue.commands.streams import node_limits, xadd_auto_id
+from respqueue.events import STREAM_ADDED
+from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
+from respqueue.types.hash import MAX_LISTPACK_VALUE as _LP_VALUE
 from respqueue.types.hash import Hash
 from respqueue.types.list import List
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
+from ..history import on_stream_added
 from ..scripts import STATS, Bail, Ctx, bulk, native
 from .helpers import (
     _EXACT,
@@ -383,7 +387,7 @@ class AddRun:
 
     __slots__ = ("keys", "v", "db", "data", "id_key", "counter", "wait_key", "wait", "events_key", "marker_key",
                  "max_events", "paused_or_maxed", "per_job", "xadd_added", "xadd_waiting", "marker_ok", "stream", "maxlen",
-                 "limits")
+                 "limits", "opts_ok", "debug", "stats")
 
     def __init__(self, ctx: Ctx, keys: list[bytes], v: AddVariant) -> None:
         if len(keys) != v.numkeys or len(set(keys)) != v.numkeys:
@@ -441,6 +445,9 @@ class AddRun:
         self.stream = s
         self.maxlen = m
         self.limits = node_limits(ctx.sc)
+        self.opts_ok: Any = None  # the last options dict (a cached one, _opts_with_json) found plain
+        self.debug = _log.isEnabledFor(logging.DEBUG)
+        self.stats: list[int] | None = None
         self.id_key = id_key
         self.counter = n
         self.wait_key = wait_key
@@ -460,9 +467,11 @@ class AddRun:
         """One addStandardJob (``argv``: its ARGV) of the run; Bail (before writing) for a single script."""
         v = self.v
         prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json = _job_args(ctx, v, argv)
-        if (_truthy(opts.get(b"de")) or _truthy(opts.get(b"delay")) or _truthy(opts.get(b"priority"))
-                or _truthy(opts.get(b"lifo"))):
-            raise Bail("options")  # (the single path knows them)
+        if opts is not self.opts_ok:
+            g = opts.get
+            if _truthy(g(b"de")) or _truthy(g(b"delay")) or _truthy(g(b"priority")) or _truthy(g(b"lifo")):
+                raise Bail("options")  # (the single path knows them)
+            self.opts_ok = opts  # (the same raw options give the same dict: the next job skips the test)
         counter = self.counter + 1
         if counter > _MAX_COUNTER:
             raise Bail("id counter")  # (a transaction's run has no length limit)
@@ -473,6 +482,7 @@ class AddRun:
             raise Bail("existing job")  # (a duplicate: the Lua path answers it)
         # ---- the script's writes, in its order
         db = self.db
+        modified = db.modified
         done = ctx.done
         per_job = self.per_job
         self.counter = counter
@@ -480,27 +490,63 @@ class AddRun:
         id_key = self.id_key
         created = id_key not in data
         data[id_key] = b"%d" % counter
-        db.modified(id_key, created)
+        modified(id_key, created)
         if custom_id:
             per_job = [*per_job[:3], EXISTS, *per_job[3:]]
+        # HMSET job: a new hash, its fields in the script's order (Hash.set_pairs' work on a new hash: its
+        # encoding a hashtable once a value is longer than a listpack's; the field names are short)
         h = Hash()
-        if rjk is None:
-            h.set_pairs([b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json, b"timestamp", ts,
-                         b"delay", b"0", b"priority", b"0"], 2)
-        else:
-            h.set_pairs([b"HMSET", job_key, b"name", name, b"data", argv[1], b"opts", opts_json, b"timestamp", ts,
-                         b"delay", b"0", b"priority", b"0", b"rjk", rjk], 2)
-        db.add(job_key, h)
+        d = h.d
+        body = argv[1]
+        d[b"name"] = name
+        d[b"data"] = body
+        d[b"opts"] = opts_json
+        d[b"timestamp"] = ts
+        d[b"delay"] = b"0"
+        d[b"priority"] = b"0"
+        ht = (len(body) > _LP_VALUE or len(opts_json) > _LP_VALUE or len(name) > _LP_VALUE
+              or len(ts) > _LP_VALUE)
+        if rjk is not None:
+            d[b"rjk"] = rjk
+            ht = ht or len(rjk) > _LP_VALUE
+        h.ht = ht
+        data[job_key] = h  # (Database.add: the key is absent, checked above)
+        modified(job_key, True)
         x = self.xadd_added.copy()
         x[6] = job_id
         x[8] = name
         sc = ctx.sc
         events = self.stream
+        events_key = self.events_key
+        limits = self.limits
+        # the stream_added subscribers: the history capture's hook called straight (its common case)
+        hist = None
+        if STREAM_ADDED:
+            if len(STREAM_ADDED) == 1 and STREAM_ADDED[0] is on_stream_added:
+                if events_key.endswith(b":events"):
+                    hist = sc.server.history
+                    if hist is not None:
+                        hist = hist.on_event
+                hooks = None
+            else:
+                hooks = STREAM_ADDED
+        else:
+            hooks = None
         if events is None:
             xadd_auto_id(sc, x)  # (makes the stream)
-            events = self.stream = data[self.events_key]
+            events = self.stream = data[events_key]
         else:
-            xadd_auto_id_to(sc, events, self.events_key, x, 3, self.limits, None)
+            # xadd_auto_id_to's work, inline: the entry at the next auto ID, the keyspace's hooks
+            last = events.last_id
+            now = mstime()
+            new = now << 64 if now > last >> 64 else last + 1
+            events.append(new, x[3:], limits[0], limits[1])
+            modified(events_key)
+            if hist is not None:
+                hist(sc, events_key, new >> 64, x, 3)
+            elif hooks:
+                for fn in hooks:
+                    fn(sc, events_key, new, x, 3)
         if v.marker_first and not self.paused_or_maxed:
             self._marker(ctx)
         wait = self.wait
@@ -510,22 +556,35 @@ class AddRun:
             self.wait = self.data.get(self.wait_key)
         else:
             wait.push_left((job_id,))
-            db.modified(self.wait_key)
+            modified(self.wait_key)
         if not self.paused_or_maxed and not v.marker_first:
             self._marker(ctx)
         x = self.xadd_waiting.copy()
         x[9] = job_id
-        xadd_auto_id_to(sc, events, self.events_key, x, 6, self.limits, self.maxlen)
+        last = events.last_id
+        now = mstime()
+        new = now << 64 if now > last >> 64 else last + 1
+        events.append(new, x[6:], limits[0], limits[1])
+        events.trim(self.maxlen, None, True, limits[2])
+        modified(events_key)
+        if hist is not None:
+            hist(sc, events_key, new >> 64, x, 6)
+        elif hooks:
+            for fn in hooks:
+                fn(sc, events_key, new, x, 6)
         if done is not None:
             done.extend(per_job)
         else:
             for c in per_job:  # a MONITOR client: not in a run (dispatch.run_allowed)
                 ctx.inline(c, [c.name.encode()])
-        st = STATS.get("addStandardJob")
+        st = self.stats
         if st is None:
-            st = STATS["addStandardJob"] = [0, 0]
+            st = STATS.get("addStandardJob")
+            if st is None:
+                st = STATS["addStandardJob"] = [0, 0]
+            self.stats = st
         st[0] += 1
-        if _log.isEnabledFor(logging.DEBUG):
+        if self.debug:
             _log.debug("native addStandardJob: ran in a run")
         return job_id
 
