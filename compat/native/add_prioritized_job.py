@@ -6,7 +6,7 @@ from typing import Any
 
 from ..scripts import Ctx, native
 from .add_standard_job import _ADD_EVENTS, AddVariant, add_layout, add_standard_job
-from .helpers import _writes_events
+from .helpers import SCORE_BAND, _writes_events
 
 #: addPrioritizedJob (6.x): KEYS marker meta id prioritized delayed completed active events pc
 PRIO_V6 = AddVariant(-1, -1, 1, 2, 6, 7, 0, 9, 7, False, False, prio=3, pc=8)
@@ -32,7 +32,8 @@ def _accept_prio(numkeys: int, lay: dict[str, Any]) -> Any:
     else:
         return None
     v = AddVariant(-1, -1, pos["meta"], pos["id"], active, pos["events"], pos["marker"], numkeys, rjk,
-                   False, False, prio=pos["prioritized"], pc=pos["pc"])
+                   False, False, prio=pos["prioritized"], pc=pos["pc"],
+                   pc_band=SCORE_BAND in lay.get("prio_scores", ()))
     return True if v == PRIO_V6 else v
 
 

@@ -83,6 +83,7 @@ class AddVariant(NamedTuple):
     old_delay: bool = False  # addDelayedJob before 5.8: score (ts + delay) * 4096 + (id counter & 0xfff), the
     # marker only when the queue is not paused (HEXISTS meta paused)
     delay_marker: bytes = b"1"  # the marker's member for the next delayed timestamp (5.0.0: "0")
+    pc_band: bool = False  # addPrioritizedJob 5.0-5.7: bit.band's 32-bit priority counter (helpers.SCORE_BAND)
 
 
 ADD_V6 = AddVariant(0, 1, 2, 3, 6, 7, 8, 9, 7, False, False)
@@ -304,7 +305,7 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
         _check(db, marker_key, ZSet)
     elif v.prio is not None:
         _check(db, keys[v.prio], ZSet)
-        _check_pc(db, keys[v.pc])
+        _check_pc(db, keys[v.pc], v.pc_band)
     else:
         _check(db, wait_key, List)
     if active_key is not None:

@@ -39,6 +39,7 @@ from .helpers import (
     LLEN,
     LPUSH,
     RPUSH,
+    SCORE_BAND,
     ZADD,
     _check,
     _check_meta,
@@ -54,7 +55,6 @@ _KEYS = ["wait", "paused", "meta", "prioritized", "active", "pc priority counter
 _KEYS_6 = _KEYS[:4] + _KEYS[5:]
 #: the counted score (5.8+) and 5.0-5.7's (bit.band's 32 bits: native for counters below 2**31 - 1)
 _SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
-_SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
 #: the main code's calls: 5.8+ (the first read: getTargetQueueList / isQueuePausedOrMaxed), 5.0-5.7
 _MAIN = ["EXISTS", "?", "ZREM", "reAddJobWithNewPriority", "LREM", "reAddJobWithNewPriority", "HSET"]
 _MAIN_OLD = ["EXISTS", "isQueuePaused", "ZREM", "addJobWithPriority", "LREM", "addJobWithPriority", "HSET"]
@@ -102,7 +102,7 @@ def _accept(numkeys: int, lay: dict[str, Any]) -> Any:
     scores = lay.get("prio_scores")
     reads = lay.get("hash_reads")
     if main == _MAIN_OLD:
-        if active or reads != ["HEXISTS|paused"] or scores != [_SCORE_BAND] or argv[1] != "job key":
+        if active or reads != ["HEXISTS|paused"] or scores != [SCORE_BAND] or argv[1] != "job key":
             return None
         if "main>addJobWithPriority" not in calls or 'markerKey|0|"0"' not in lay.get("zadds", ()):
             return None

@@ -524,12 +524,18 @@ def _zadd_prioritized(ctx: Ctx, prio_key: bytes, pc_key: bytes, priority: int, j
     ctx.call(ZADD, [b"ZADD", prio_key, b"%d" % (priority * 0x100000000 + counter % 0x100000000), job_id])
 
 
-def _check_pc(db: Any, pc_key: bytes) -> None:
-    """The priority counter INCR takes, below 2**32 - 1 (5.x up to 5.40 take it modulo 2**48: Lua)."""
+#: 5.0-5.7's priority score (the layout's ``prio_scores``): bit.band works on 32 bits in Redis's Lua, so the
+#: native paths serve those releases only while the counter stays below 2**31 - 1
+SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
+
+
+def _check_pc(db: Any, pc_key: bytes, band: bool = False) -> None:
+    """The priority counter INCR takes, below 2**32 - 1 (``band``, 5.0-5.7's bit.band score: below 2**31 - 1);
+    Bail otherwise."""
     pc = _check(db, pc_key, bytes)
     if pc is not None:
         n = str2int(pc)
-        if n is None or not 0 <= n < 0xFFFFFFFF:
+        if n is None or not 0 <= n < (0x7FFFFFFF if band else 0xFFFFFFFF):
             raise Bail("priority counter")
 
 

@@ -16,6 +16,7 @@ from .helpers import (
     HSET,
     LPUSH,
     QUEUE_V6,
+    SCORE_BAND,
     XADD,
     QueueVariant,
     _check,
@@ -40,7 +41,6 @@ _PR_CALLS = frozenset({"main>addJobWithPriority"})
 #: the priority score (getPriorityScore from 5.41, inline in addJobWithPriority before)
 _PR_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
 #: before 5.8: the counter's low 48 bits with bit.band, a 32-bit operation (native for counters below 2**31 - 1)
-_PR_SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
 
 
 class PromoteVariant(NamedTuple):
@@ -100,7 +100,7 @@ def _accept_promote(numkeys: int, lay: dict[str, Any]) -> Any:
     scores = lay.get("prio_scores")
     if scores == [_PR_SCORE]:
         band = False
-    elif scores == [_PR_SCORE_BAND]:
+    elif scores == [SCORE_BAND]:
         band = True
     else:
         return None

@@ -21,6 +21,7 @@ from .helpers import (
     HINCRBY,
     HSET,
     QUEUE_V6,
+    SCORE_BAND,
     ZRANGEBYSCORE,
     QueueVariant,
     _check,
@@ -53,7 +54,6 @@ _RJ_HASH_WRITES = frozenset({"HSET|opts.maxLenEvents|?"})
 _RJ_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
 #: before 5.8: the counter's low 48 bits with bit.band, a 32-bit operation (the native path takes counters
 #: below 2**31 - 1 only, where it is the counter itself)
-_RJ_SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
 
 
 def _rj_main(fields: bool, recheck: bool, first: str) -> list[str]:
@@ -127,7 +127,7 @@ def _accept_rj(numkeys: int, lay: dict[str, Any]) -> Any:
     scores = lay.get("prio_scores")
     if scores == [_RJ_SCORE]:
         band = False
-    elif scores == [_RJ_SCORE_BAND]:
+    elif scores == [SCORE_BAND]:
         band = True
     else:
         return None
