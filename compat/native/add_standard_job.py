@@ -27,7 +27,6 @@ from .helpers import (
     HGET,
     HMGET,
     HMSET,
-    HSET,
     INCR,
     LLEN,
     LPUSH,
@@ -41,6 +40,7 @@ from .helpers import (
     _check_meta,
     _check_pc,
     _check_stream,
+    _get_or_set_max_events,
     _num,
     _opts_with_json,
     _paused_or_maxed_attrs,
@@ -136,17 +136,24 @@ def _accept_add(numkeys: int, lay: dict[str, Any]) -> Any:
     return True if v == ADD_V6 else v
 
 
-def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
-    """getDelayedScore, read before any write: (the job's score, its delayed timestamp); Bail unless exact."""
+def _delayed_when(ts: Any, delay: Any, undelayed: int | None) -> int:
+    """The delayed timestamp, ``ts + delay`` (``undelayed`` when the delay is 0; None: ``ts``), from
+    integral values; Bail unless exact."""
     ts = int(ts) if type(ts) is float and ts.is_integer() else ts
     delay = int(delay) if type(delay) is float and delay.is_integer() else delay
     if type(ts) is bytes:
         ts = str2int(ts) if _INT_RE.match(ts) else None
     if type(ts) is not int or type(delay) is not int or delay < 0:
         raise Bail("delayed timestamp")
-    when = ts + delay if delay > 0 else ts
+    when = ts + delay if delay > 0 else (ts if undelayed is None else undelayed)
     if not 0 <= when <= _MAX_DELAYED_TS:
         raise Bail("delayed timestamp")
+    return when
+
+
+def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
+    """getDelayedScore, read before any write: (the job's score, its delayed timestamp); Bail unless exact."""
+    when = _delayed_when(ts, delay, None)
     lo, hi = when * 0x1000, (when + 1) * 0x1000 - 1
     z = _check(db, delayed_key, ZSet)
     if z is not None and len(z):
@@ -165,15 +172,7 @@ def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[in
 def _old_delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any, counter: int) -> tuple[int, int]:
     """addDelayedJob's score before 5.8 (no same-millisecond slot search): (score, delayed timestamp, 0
     without a delay); Bail unless exact."""
-    ts = int(ts) if type(ts) is float and ts.is_integer() else ts
-    delay = int(delay) if type(delay) is float and delay.is_integer() else delay
-    if type(ts) is bytes:
-        ts = str2int(ts) if _INT_RE.match(ts) else None
-    if type(ts) is not int or type(delay) is not int or delay < 0:
-        raise Bail("delayed timestamp")
-    when = ts + delay if delay > 0 else 0
-    if not 0 <= when <= _MAX_DELAYED_TS:
-        raise Bail("delayed timestamp")
+    when = _delayed_when(ts, delay, 0)
     _check(db, delayed_key, ZSet)
     return when * 0x1000 + (counter & 0xFFF), when
 
@@ -257,10 +256,7 @@ def store_job(ctx: Ctx, id_key: bytes, meta_key: bytes, events_key: bytes, job_i
     call = ctx.call
     call(INCR, [b"INCR", id_key])
     # HGET meta opts.maxLenEvents: read by job_checks (meta is a hash or absent, and INCR wrote another key)
-    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
-    if max_events is None:
-        max_events = b"10000"
-        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    max_events = _get_or_set_max_events(ctx, meta_key, max_events)
     if custom_id:
         call(EXISTS, [b"EXISTS", hm[1]])
     call(HMSET, hm)

@@ -40,6 +40,7 @@ from .helpers import (
     LPUSH,
     RPUSH,
     SCORE_BAND,
+    SCORE_COUNTED,
     ZADD,
     _check,
     _check_meta,
@@ -54,7 +55,6 @@ _KEYS = ["wait", "paused", "meta", "prioritized", "active", "pc priority counter
 #: before 5.9: no active key
 _KEYS_6 = _KEYS[:4] + _KEYS[5:]
 #: the counted score (5.8+) and 5.0-5.7's (bit.band's 32 bits: native for counters below 2**31 - 1)
-_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
 #: the main code's calls: 5.8+ (the first read: getTargetQueueList / isQueuePausedOrMaxed), 5.0-5.7
 _MAIN = ["EXISTS", "?", "ZREM", "reAddJobWithNewPriority", "LREM", "reAddJobWithNewPriority", "HSET"]
 _MAIN_OLD = ["EXISTS", "isQueuePaused", "ZREM", "addJobWithPriority", "LREM", "addJobWithPriority", "HSET"]
@@ -107,7 +107,7 @@ def _accept(numkeys: int, lay: dict[str, Any]) -> Any:
         if "main>addJobWithPriority" not in calls or 'markerKey|0|"0"' not in lay.get("zadds", ()):
             return None
         return PriorityVariant(None, True, True, False, True, True)
-    if not _NEEDS <= calls or scores != ["priority * 0x100000000", _SCORE]:
+    if not _NEEDS <= calls or scores != ["priority * 0x100000000", SCORE_COUNTED]:
         return None
     if reads == ["HMGET|paused|concurrency"]:
         meta: tuple[bytes, ...] | None = V6.meta

@@ -527,6 +527,29 @@ def _zadd_prioritized(ctx: Ctx, prio_key: bytes, pc_key: bytes, priority: int, j
 #: 5.0-5.7's priority score (the layout's ``prio_scores``): bit.band works on 32 bits in Redis's Lua, so the
 #: native paths serve those releases only while the counter stays below 2**31 - 1
 SCORE_BAND = "priority * 0x100000000 + bit.band(prioCounter, 0xffffffffffff)"
+#: the priority score of 5.8+ (getPriorityScore's, or inline)
+SCORE_COUNTED = "priority * 0x100000000 + prioCounter % 0x100000000"
+
+
+def _score_band(lay: dict[str, Any]) -> bool | None:
+    """From a layout's ``prio_scores``: False for the counted score (5.8+), True for 5.0-5.7's bit.band score,
+    None for anything else."""
+    scores = lay.get("prio_scores")
+    if scores == [SCORE_COUNTED]:
+        return False
+    if scores == [SCORE_BAND]:
+        return True
+    return None
+
+
+def _get_or_set_max_events(ctx: Ctx, meta_key: bytes, max_events: bytes | None) -> bytes:
+    """getOrSetMaxEvents: HGET meta opts.maxLenEvents, answered by the caller's read of meta (``max_events``;
+    nothing may have written it since), and HSET of the default 10000 when it is absent. Returns the value."""
+    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+    if max_events is None:
+        max_events = b"10000"
+        ctx.call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    return max_events
 
 
 def _check_pc(db: Any, pc_key: bytes, band: bool = False) -> None:

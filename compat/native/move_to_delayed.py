@@ -21,7 +21,6 @@ from .helpers import (
     _PREPARE_HASH,
     _PREPARE_MARKER,
     HEXISTS,
-    HGET,
     HINCRBY,
     HMGET,
     HSET,
@@ -35,6 +34,7 @@ from .helpers import (
     _check_nothing_due,
     _check_stream,
     _counter_ok,
+    _get_or_set_max_events,
     _job_fields,
     _leave_active,
     _lock_opts,
@@ -150,6 +150,18 @@ def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
     return True if v == MTD_V6 else v
 
 
+def _delay(ctx: Ctx, job_key: bytes, job_id: bytes, skip: bytes, delay_raw: bytes, meta_key: bytes,
+           max_events: bytes | None, delayed_key: bytes, score: int) -> bytes:
+    """The attempt counted (unless skipped), the job's delay, getOrSetMaxEvents (meta read by the caller, not
+    written since) and the ZADD to delayed. Returns maxLenEvents."""
+    if skip == b"0":
+        ctx.call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
+    ctx.call(HSET, [b"HSET", job_key, b"delay", delay_raw])
+    max_events = _get_or_set_max_events(ctx, meta_key, max_events)
+    ctx.call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
+    return max_events
+
+
 @native("moveToDelayed", _accept_mtd)
 def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtdVariant = MTD_V6) -> Any:
     """KEYS: marker active prioritized delayed job events meta stalled [wait limiter [paused] pc];
@@ -222,15 +234,7 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mtd
                             b"LIMIT", b"0", b"1"])
     if first:
         call(LREM, [b"LREM", active_key, b"-1", job_id])
-    if skip == b"0":
-        call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
-    call(HSET, [b"HSET", job_key, b"delay", delay_raw])
-    # getOrSetMaxEvents (meta read above; nothing wrote it since)
-    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
-    if max_events is None:
-        max_events = b"10000"
-        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
-    call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
+    max_events = _delay(ctx, job_key, job_id, skip, delay_raw, meta_key, max_events, delayed_key, score)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
                      b"delay", b"%d" % when])
     if fetch:
@@ -286,19 +290,10 @@ def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> A
         _check_stream(db, events_key)
         _check(db, marker_key, ZSet)
     # ---- the script's calls
-    call = ctx.call
     n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, None, active_key)
     if n < 0:
         return n  # (-1, -2, -6; the job is in active: checked)
-    if skip == b"0":
-        call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
-    call(HSET, [b"HSET", job_key, b"delay", delay_raw])
-    # getOrSetMaxEvents (meta read above; nothing wrote it since)
-    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
-    if max_events is None:
-        max_events = b"10000"
-        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
-    call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
+    max_events = _delay(ctx, job_key, job_id, skip, delay_raw, meta_key, max_events, delayed_key, score)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
                      b"delay", format_number_arg(score / 0x1000)])
     ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])  # (meta read above; nothing wrote "paused")

@@ -16,7 +16,6 @@ from .helpers import (
     HSET,
     LPUSH,
     QUEUE_V6,
-    SCORE_BAND,
     XADD,
     QueueVariant,
     _check,
@@ -25,6 +24,7 @@ from .helpers import (
     _job_priority,
     _paused_or_maxed_attrs,
     _queue_variant,
+    _score_band,
     _target_queue,
     _zadd_marker,
     _zadd_prioritized,
@@ -39,7 +39,6 @@ _PR_KEYS = ["delayed", "wait", "paused", "meta", "prioritized", "active", "pc pr
 _PR_KEYS_8 = _PR_KEYS[:5] + _PR_KEYS[6:]
 _PR_CALLS = frozenset({"main>addJobWithPriority"})
 #: the priority score (getPriorityScore from 5.41, inline in addJobWithPriority before)
-_PR_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
 #: before 5.8: the counter's low 48 bits with bit.band, a 32-bit operation (native for counters below 2**31 - 1)
 
 
@@ -97,12 +96,8 @@ def _accept_promote(numkeys: int, lay: dict[str, Any]) -> Any:
             return None
     else:
         return None
-    scores = lay.get("prio_scores")
-    if scores == [_PR_SCORE]:
-        band = False
-    elif scores == [SCORE_BAND]:
-        band = True
-    else:
+    band = _score_band(lay)
+    if band is None:
         return None
     v = PromoteVariant(q, active, band)
     return True if v == PROMOTE_V6 else v
@@ -142,11 +137,7 @@ def promote(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: PromoteVari
         raise Bail("legacy marker")
     if priority:
         _check(db, prio_key, ZSet)
-        _check_pc(db, pc_key)
-        if variant.band:
-            pc = db.lookup(pc_key)  # (a string holding an integer or absent: checked)
-            if pc is not None and int(pc) >= 0x7FFFFFFF:
-                raise Bail("priority counter")  # bit.band's 32 bits
+        _check_pc(db, pc_key, variant.band)  # (bit.band's 32 bits: below 2**31 - 1)
     _check(db, marker_key, ZSet)
     _check_stream(db, events_key)
     # ---- the script's calls

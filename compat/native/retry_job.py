@@ -19,9 +19,7 @@ from .helpers import (
     HEXISTS,
     HGET,
     HINCRBY,
-    HSET,
     QUEUE_V6,
-    SCORE_BAND,
     ZRANGEBYSCORE,
     QueueVariant,
     _check,
@@ -29,12 +27,14 @@ from .helpers import (
     _check_pc,
     _check_stream,
     _counter_ok,
+    _get_or_set_max_events,
     _job_fields,
     _job_priority,
     _leave_active,
     _lock_state,
     _paused_or_maxed_attrs,
     _queue_variant,
+    _score_band,
     _target_queue,
     _xadd_star,
     _zadd_marker,
@@ -51,7 +51,6 @@ _RJ_CALLS = frozenset({"main>removeLock", "main>promoteDelayedJobs", "main>getOr
                        "addJobInTargetList>addBaseMarkerIfNeeded", "addJobWithPriority>addBaseMarkerIfNeeded"})
 _RJ_HASH_WRITES = frozenset({"HSET|opts.maxLenEvents|?"})
 #: the priority score (getPriorityScore from 5.41; the same expression inline in addJobWithPriority before)
-_RJ_SCORE = "priority * 0x100000000 + prioCounter % 0x100000000"
 #: before 5.8: the counter's low 48 bits with bit.band, a 32-bit operation (the native path takes counters
 #: below 2**31 - 1 only, where it is the counter itself)
 
@@ -124,12 +123,8 @@ def _accept_rj(numkeys: int, lay: dict[str, Any]) -> Any:
     ranges = lay.get("score_ranges", ())
     if list(ranges) not in ([_BOUND_BELOW], [_BOUND_AT]):
         return None
-    scores = lay.get("prio_scores")
-    if scores == [_RJ_SCORE]:
-        band = False
-    elif scores == [SCORE_BAND]:
-        band = True
-    else:
+    band = _score_band(lay)
+    if band is None:
         return None
     v = RetryVariant(q, prev[0].encode(), fields, recheck, ranges[0] == _BOUND_BELOW, band)
     return True if v == RETRY_V6 else v
@@ -172,11 +167,7 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         _check(db, stalled_key, Set)
         if priority:
             _check(db, prio_key, ZSet)
-            _check_pc(db, pc_key)
-            if variant.band:
-                pc = db.lookup(pc_key)  # (a string holding an integer or absent: checked)
-                if pc is not None and int(pc) >= 0x7FFFFFFF:
-                    raise Bail("priority counter")  # bit.band's 32 bits
+            _check_pc(db, pc_key, variant.band)  # (bit.band's 32 bits: below 2**31 - 1)
         else:
             _check(db, paused_key if variant.queue.paused_list and limit == -1 else wait_key, List)
         _check(db, marker_key, ZSet)
@@ -210,10 +201,7 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         _zadd_marker(ctx, marker_key)
     call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
     # getOrSetMaxEvents (meta read above; nothing wrote it since)
-    ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
-    if max_events is None:
-        max_events = b"10000"
-        call(HSET, [b"HSET", meta_key, b"opts.maxLenEvents", max_events])
+    max_events = _get_or_set_max_events(ctx, meta_key, max_events)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id,
                      b"prev", variant.prev])
     return 0
