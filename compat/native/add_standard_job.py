@@ -533,7 +533,7 @@ class AddRun:
             xadd_auto_id(sc, x)  # (makes the stream)
             events = self.stream = data[events_key]
         else:
-            # xadd_auto_id_to's work, inline: the entry at the next auto ID, the keyspace's hooks
+            # XADD * inline (commands/streams.xadd_auto_id's work): the entry at the next auto ID, the keyspace's hooks
             last = events.last_id
             now = mstime()
             new = now << 64 if now > last >> 64 else last + 1

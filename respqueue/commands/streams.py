@@ -390,25 +390,6 @@ def node_limits(c: Any) -> tuple[int, int, int]:
     return _node_limits(c)
 
 
-def xadd_auto_id_to(c: Any, s: Stream, key: bytes, argv: list[bytes], field_pos: int, limits: tuple[int, int, int],
-                    maxlen: int | None) -> int:
-    """What :func:`xadd_auto_id` (``maxlen`` None) or :func:`xadd_auto_id_trimmed` (``maxlen``: the ``MAXLEN ~``
-    count) do, for a caller that repeats it on one stream in one loop turn (a run of BullMQ's addStandardJob):
-    ``s`` is the live stream at ``key`` in ``c.db`` (its IDs not exhausted), ``limits`` what :func:`node_limits`
-    gave. The packed ID."""
-    last = s.last_id
-    now = mstime()
-    new = now << 64 if now > last >> 64 else last + 1
-    s.append(new, argv[field_pos:], limits[0], limits[1])
-    if maxlen is not None:
-        s.trim(maxlen, None, True, limits[2])
-    c.db.modified(key)
-    if STREAM_ADDED:
-        for fn in STREAM_ADDED:
-            fn(c, key, new, argv, field_pos)
-    return new
-
-
 @command("xtrim", -4, "write", 1, 1, 1, group="stream")
 def xtrim(c: Any, argv: list[bytes]) -> Any:
     if len(argv) == 5 and argv[2] == b"MAXLEN" and argv[3] == b"~" and _fast_maxlen(argv[4]):
