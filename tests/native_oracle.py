@@ -11,7 +11,7 @@ from typing import Any
 import redis
 
 from .servers import start_respqueue
-from .test_native_scripts import FAMILIES, Pair, _monitored, dump, sha
+from .test_native_scripts import FAMILIES, Pair, _monitored, assert_restarts_same, dump, sha
 
 
 def script_bodies(name: str) -> dict[str, bytes]:
@@ -72,10 +72,5 @@ def durable_run(workdir: str, body: bytes, run: Callable[[redis.Redis, str, Any]
         r.close()
     finally:
         srv.stop()
-    srv = start_respqueue("--durability", "durable", workdir=workdir, port=srv.port)
-    try:
-        r = redis.Redis(port=srv.port)
-        assert dump(r, sort_hashes=True) == before
-        r.close()
-    finally:
-        srv.stop()
+    assert_restarts_same(workdir, srv.port, before)
+

@@ -23,6 +23,7 @@ from .test_native_scripts import (
     _monitored,
     _release_add_args,
     _release_keys,
+    assert_restarts_same,
     dump,
     mta_args,
     native_log_count,
@@ -319,13 +320,7 @@ def _durable(tmp_path: Any, run: Callable[[redis.Redis], None], name: str) -> No
     finally:
         srv.stop()
     assert f"native fast path in use for BullMQ script {name}" in srv.output()
-    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
-    try:
-        r = redis.Redis(port=srv.port)
-        assert dump(r, sort_hashes=True) == before
-        r.close()
-    finally:
-        srv.stop()
+    assert_restarts_same(str(tmp_path), srv.port, before)
 
 
 def _node6() -> dict[str, bytes]:

@@ -152,6 +152,18 @@ def dump(r: redis.Redis, sort_hashes: bool = False) -> dict[bytes, Any]:
     return out
 
 
+def assert_restarts_same(workdir: str, port: int, before: dict[bytes, Any]) -> None:
+    """A durable server restarted from ``workdir``'s store on ``port`` holds ``before`` (a :func:`dump` with
+    hash fields sorted: recovery does not keep their insertion order)."""
+    srv = start_respqueue("--durability", "durable", workdir=workdir, port=port)
+    try:
+        r = redis.Redis(port=srv.port)
+        assert dump(r, sort_hashes=True) == before
+        r.close()
+    finally:
+        srv.stop()
+
+
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
     lua = start_respqueue("--durability", "memory", "--native-scripts", "off", "--log-level", "debug")
@@ -804,14 +816,7 @@ def test_native_writes_are_persisted(tmp_path: Any) -> None:
         r.close()
     finally:
         srv.stop()
-    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
-    try:
-        r = redis.Redis(port=srv.port)
-        # (field order is compared sorted: recovery does not keep a hash's insertion order)
-        assert dump(r, sort_hashes=True) == before
-        r.close()
-    finally:
-        srv.stop()
+    assert_restarts_same(str(tmp_path), srv.port, before)
 
 
 

@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from .servers import ServerProcess, start_respqueue
-from .test_native_scripts import FAMILIES, Pair, Q, _monitored, dump, native_log_count, sha
+from .test_native_scripts import FAMILIES, Pair, Q, _monitored, assert_restarts_same, dump, native_log_count, sha
 
 SMALL = ("extendLock", "extendLocks", "isFinished", "getCounts", "changePriority")
 
@@ -609,10 +609,4 @@ def test_change_priority_persisted(tmp_path: Any) -> None:
         assert native_log_count(srv, "native changePriority: ran") == 3
     finally:
         srv.stop()
-    srv = start_respqueue("--durability", "durable", workdir=str(tmp_path), port=srv.port)
-    try:
-        r = redis.Redis(port=srv.port)
-        assert dump(r, sort_hashes=True) == before
-        r.close()
-    finally:
-        srv.stop()
+    assert_restarts_same(str(tmp_path), srv.port, before)
