@@ -416,15 +416,15 @@ def main_sequence(text: str) -> list[str]:
             in_func = True
         else:
             lines.append(line)
-    out = _calls_in(code, "\n".join(lines), names)
+    out = _calls_in("\n".join(lines), names)
     if len(out) == 1:  # the whole script one helper (npm 5.0.0's checkStalledJobs): that helper's calls
         m = re.search(r"^local function " + out[0] + r"\b[^\n]*\n(.*?)^end\b", code, re.S | re.M)
         if m:
-            return _calls_in(code, m.group(1), names - {out[0]})
+            return _calls_in(m.group(1), names - {out[0]})
     return out
 
 
-def _calls_in(code: str, body: str, names: set[str]) -> list[str]:
+def _calls_in(body: str, names: set[str]) -> list[str]:
     """``body``'s calls in source order: ``rcall("<CMD>"`` as the command, a helper of ``names`` by name."""
     out = []
     for m in re.finditer(r"""rcall\(\s*["'](\w+)["']|\b(\w+)\s*\(""", body):
