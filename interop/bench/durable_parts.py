@@ -1,6 +1,6 @@
 """Where a durable server's CPU per job goes, by part (not a test; issue 13, durable CPU).
 
-    python -m interop.bench.durable_parts [--workload add|process] [--jobs N] [--tap FILE]
+    python -m interop.bench.durable_parts [--workload add|process] [--jobs N] [--tap FILE] [--client-dir DIR]
     python -m interop.bench.durable_parts --replay FILE [--rounds R]
 
 The first form starts this checkout's server (``--durability durable``) with the persistence path's
@@ -205,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tap", default="", help="also write the batches handed to the writer to this file")
     ap.add_argument("--replay", default="", help="replay a --tap file into a fresh store instead")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--client-dir", default=CLIENT_DIR[0],
+                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x)")
     a = ap.parse_args(argv)
+    CLIENT_DIR[0] = os.path.abspath(a.client_dir)
     if a.replay:
         return replay(a.replay, a.rounds)
     return measure(a.workload, a.jobs, a.tap)
