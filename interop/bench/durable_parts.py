@@ -1,0 +1,218 @@
+"""Where a durable server's CPU per job goes, by part (not a test; issue 13, durable CPU).
+
+    python -m interop.bench.durable_parts [--workload add|process] [--jobs N] [--tap FILE] [--client-dir DIR]
+    python -m interop.bench.durable_parts --replay FILE [--rounds R]
+
+The first form starts this checkout's server (``--durability durable``) with the persistence path's
+functions (the journal's steps, the job-row layout's ``before``/``stamp``, the history capture's
+``on_event``/``close_batch``/``swapped``, the cold-hash tick, the held replies) wrapped in
+``time.thread_time`` counters (the loop thread's own CPU, system time included: py-spy's samples, even
+with ``--gil``, charge a ``send`` or a pipe write whose process the woken client preempted), runs
+interop/bench/bullmq_bench.js once, and prints each part's CPU per job over the driver's timed part, with
+the loop's and the writer's CPU per job (/proc). The wrappers add ~0.5 us per call; the parts nest
+(``_done`` holds ``_close``, which holds ``_materialize``, which holds ``before``/``stamp``).
+
+``--tap FILE`` also writes every batch handed to the writer (its frames, as on the pipe) to FILE; the
+second form replays such a file into a fresh store (schema made by a server start) in this process,
+``--rounds`` times, and prints the CPU it took (user, system): the writer's SQLite work without the
+loop beside it, for A/B of statements, pragmas or bindings on the very batches a run made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from tests.servers import free_port, respqueue_argv
+
+from .bullmq import CLIENT_DIR, DRIVER
+from .common import ROOT, Proc
+
+# (module, class or "", function, label): wrapped with thread_time counters in the server
+PARTS = [
+    ("respqueue.persistence.store", "Store", "_on_results", "store._on_results (writer results in)"),
+    ("respqueue.persistence.journal", "Journal", "_done", "journal._done"),
+    ("respqueue.persistence.journal", "Journal", "_close", "journal._close"),
+    ("respqueue.persistence.journal", "Journal", "_materialize", "journal._materialize"),
+    ("compat.engine.layout", "JobLayout", "before", "layout.before"),
+    ("compat.engine.layout", "JobLayout", "stamp", "layout.stamp"),
+    ("respqueue.persistence.journal", "Journal", "_take_rows", "journal._take_rows"),
+    ("compat.history", "HistoryCapture", "close_batch", "history.close_batch"),
+    ("respqueue.persistence.journal", "Journal", "_submit", "journal._submit (pack + pipe)"),
+    ("respqueue.persistence.journal", "Journal", "_release", "journal._release (held replies out)"),
+    ("compat.history", "HistoryCapture", "on_event", "history.on_event"),
+    ("compat.history", "HistoryCapture", "swapped", "history.swapped"),
+    ("respqueue.coldhash", "ColdHashes", "tick", "coldhash.tick"),
+    ("respqueue.protocol", "ClientConnection", "_hold_reply", "conn._hold_reply"),
+]
+
+# the server's sitecustomize (its own folder first on PYTHONPATH): wraps PARTS when respqueue.server.run
+# starts; SIGUSR2 writes the counters to $DURABLE_PARTS_OUT and resets them
+_SITE = r'''
+import importlib, os, signal, time
+_OUT = os.environ.get("DURABLE_PARTS_OUT")
+if _OUT:
+    _T = {}
+    _tt = time.thread_time
+
+    def _wrap(mod, cls, name, label):
+        m = importlib.import_module(mod)
+        c = getattr(m, cls) if cls else m
+        f = getattr(c, name)
+        rec = _T.setdefault(label, [0.0, 0])
+
+        def w(*a, **k):
+            t0 = _tt()
+            try:
+                return f(*a, **k)
+            finally:
+                rec[0] += _tt() - t0
+                rec[1] += 1
+        setattr(c, name, w)
+
+    def _dump(*_):
+        with open(_OUT, "w") as fo:
+            for k, (s, n) in _T.items():
+                fo.write(f"{k}\t{s}\t{n}\n")
+        for r in _T.values():
+            r[0] = 0.0
+            r[1] = 0
+
+    _TAP = os.environ.get("DURABLE_PARTS_TAP")
+    import respqueue.server as _S
+    _run = _S.run
+
+    def run(cfg):
+        for p in PARTS:
+            _wrap(*p)
+        if _TAP:
+            import respqueue.persistence.store as St
+            fp = St.writer_frame_parts
+            tap = open(_TAP, "wb")
+
+            def tapped(obj):
+                h, d = fp(obj)
+                tap.write(h)
+                tap.write(d)
+                tap.flush()
+                return h, d
+            St.writer_frame_parts = tapped
+        signal.signal(signal.SIGUSR2, _dump)
+        return _run(cfg)
+    _S.run = run
+'''
+
+
+def measure(workload: str, jobs: int, tap: str) -> int:
+    tmp = tempfile.mkdtemp(prefix="durable_parts")
+    try:
+        with open(os.path.join(tmp, "sitecustomize.py"), "w") as f:
+            f.write(f"PARTS = {PARTS!r}\n" + _SITE)
+        out = os.path.join(tmp, "parts.tsv")
+        env = dict(os.environ, PYTHONPATH=tmp + os.pathsep + ROOT, DURABLE_PARTS_OUT=out)
+        if tap:
+            env["DURABLE_PARTS_TAP"] = os.path.abspath(tap)
+        port = free_port()
+        srv = Proc("respqueue", respqueue_argv(port, os.path.join(tmp, "data"), "--durability", "durable",
+                                               "--log-level", "warning"), port, env)
+        try:
+            par = ["--concurrency", "50"] if workload == "process" else ["--inflight", "50"]
+            p = subprocess.Popen(["node", DRIVER, str(port), workload, "--jobs", str(jobs), *par, "--sync"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                 env={**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]})
+            assert p.stdin is not None and p.stdout is not None
+            c0 = c1 = (0.0, 0.0)
+            for line in p.stdout:
+                if line.startswith("MARK "):
+                    os.kill(srv.pid, signal.SIGUSR2)  # start: reset the counters; end: write them
+                    time.sleep(0.3)
+                    if line.startswith("MARK start"):
+                        c0 = srv.cpu_split()
+                    else:
+                        c1 = srv.cpu_split()
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
+            p.wait()
+        finally:
+            srv.stop()
+        k = 1e6 / jobs
+        print(f"durable, {workload} {jobs:,} jobs: loop {(c1[0] - c0[0]) * k:.1f} us CPU per job, "
+              f"writer process {(c1[1] - c0[1]) * k:.1f}")
+        print("| part | us of loop-thread CPU per job | calls per job |\n|---|---:|---:|")
+        with open(out) as f:
+            for line in f:
+                label, s, n = line.rstrip("\n").split("\t")
+                print(f"| {label} | {float(s) * k:.1f} | {int(n) / jobs:.2f} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def replay(path: str, rounds: int) -> int:
+    from respqueue.persistence import writer as W
+
+    frames = []
+    with open(path, "rb") as f:
+        while True:
+            h = f.read(W.HEADER.size)
+            if len(h) < W.HEADER.size:
+                break
+            (n,) = W.HEADER.unpack(h)
+            frames.append(f.read(n))
+    tmp = tempfile.mkdtemp(prefix="durable_replay")
+    try:
+        # a store with every registered schema (the history's included): made by a server start
+        tpl = os.path.join(tmp, "tpl")
+        port = free_port()
+        Proc("respqueue", respqueue_argv(port, tpl, "--log-level", "warning"), port,
+             dict(os.environ, PYTHONPATH=ROOT)).stop()
+        W.fast_binding()
+        import gc
+
+        gc.set_threshold(50_000, 10, 10)  # as the writer
+        for r in range(rounds):
+            d = os.path.join(tmp, "db")
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.copytree(tpl, d)
+            conn = W.open_connection(os.path.join(d, "respqueue.db"), "FULL")
+            batches = [W.unpack(fr)[1] for fr in frames]
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
+            for ops in batches:
+                err = W.run_batch(conn, ops)
+                if err:
+                    print("batch failed:", err)
+                    return 1
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            conn.close()
+            u, s = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+            print(f"round {r + 1}: {len(frames)} batches, CPU {u + s:.3f} s (user {u:.3f}, system {s:.3f})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", default="process", choices=("add", "process"))
+    ap.add_argument("--jobs", type=int, default=10_000)
+    ap.add_argument("--tap", default="", help="also write the batches handed to the writer to this file")
+    ap.add_argument("--replay", default="", help="replay a --tap file into a fresh store instead")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--client-dir", default=CLIENT_DIR[0],
+                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x)")
+    a = ap.parse_args(argv)
+    CLIENT_DIR[0] = os.path.abspath(a.client_dir)
+    if a.replay:
+        return replay(a.replay, a.rounds)
+    return measure(a.workload, a.jobs, a.tap)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
