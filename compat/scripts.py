@@ -402,7 +402,12 @@ class NativeRun:
 
     def __call__(self, c: Any, argv: list[bytes]) -> Any:
         ent = self.ent
-        if self.opener is not None and argv[2] == ent[1] and len(argv) >= 3 + ent[2]:
+        if self.opener is None:  # no run form (moveToFinished...): each request as EVALSHA runs it
+            r = _run(self.rt, c, argv, self.sha, ent)
+            if r is FALLBACK:
+                return self.rt.eval(c, argv, by_sha=True, ro=False)
+            return r
+        if argv[2] == ent[1] and len(argv) >= 3 + ent[2]:
             nk = ent[2]
             keys = argv[3 : 3 + nk]
             st = self.state

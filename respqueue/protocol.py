@@ -92,6 +92,9 @@ _AGGREGATE_TAIL = re.compile(rb"(?:^|\n)[*~>|][0-9]*\Z").search
 _AGGREGATE_COUNT = re.compile(rb"(?:^|\n)[*~>|]([0-9]{7,})").search
 # A run (dispatch.register_run): at most this many requests share a runner.
 _RUN_MAX = 1024
+# A request is checked for non-bulk-string arguments with b"".join (a copy of it) up to this many bytes fed.
+_JOIN_CHECK_MAX = 1 << 20
+_join = b"".join
 # hiredis raised ProtocolError while a run was being collected
 _PROTOCOL_ERROR: Any = object()
 
@@ -360,11 +363,14 @@ class ClientConnection(asyncio.Protocol, Client):
                 if type(argv) is not list:
                     odd = True
                     break
-                for a in argv:
-                    if type(a) is not bytes:
+                if self.raw_len <= _JOIN_CHECK_MAX:  # (see _bulk_strings: the same check, inline)
+                    try:
+                        _join(argv)
+                    except TypeError:
                         odd = True
                         break
-                if odd:
+                elif not self._bulk_strings(argv):
+                    odd = True
                     break
                 n += 1
                 if not argv:
@@ -408,16 +414,29 @@ class ClientConnection(asyncio.Protocol, Client):
                 break
             if nxt is False:
                 break
-            if type(nxt) is list and len(nxt) == ln and nxt[0] == name and nxt[1] == first:
-                for a in nxt:
-                    if type(a) is not bytes:
-                        break
-                else:
-                    run.append(nxt)
-                    continue
+            if type(nxt) is list and len(nxt) == ln and nxt[0] == name and nxt[1] == first and self._bulk_strings(nxt):
+                run.append(nxt)
+                continue
             self.pending = nxt
             break
         return run
+
+    def _bulk_strings(self, argv: list[Any]) -> bool:
+        """Whether every element of a request hiredis returned is a bulk string (``bytes``; hiredis gives an
+        int, None, a list or an error object for other RESP types). ``b"".join`` tells in one C loop, without a
+        Python step per argument (a BullMQ script call has ~25), when the request is small enough to copy
+        (``raw_len``: every byte fed since the reader last stood between requests, so at least the request's
+        size); a larger one is checked argument by argument."""
+        if self.raw_len <= _JOIN_CHECK_MAX:
+            try:
+                _join(argv)
+            except TypeError:
+                return False
+            return True
+        for a in argv:
+            if type(a) is not bytes:
+                return False
+        return True
 
     def _execute_run(self, cmd: Any, run: list[list[bytes]], out: list[bytes]) -> bool:
         """Run the requests of a run (see dispatch.register_run): what ``_execute`` does for each, with

@@ -203,6 +203,29 @@ def test_inline_and_odd_requests_match_redis(rq_server, redis_ref):
     assert not diffs, "\n".join(diffs)
 
 
+def test_non_bulk_arguments_match_redis(rq_server, redis_ref):
+    """A request whose arguments are not all bulk strings is a protocol error, wherever the fast path checks it:
+    the first request of a read, a request after a run of EVALSHAs (collected for a runner), and a request
+    read after more than 1 MiB of input (checked argument by argument instead of with ``b"".join``)."""
+    sha = b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db"  # return 1
+    evalsha = encode_command(("EVALSHA", sha, "0"))
+    load = encode_command(("SCRIPT", "LOAD", "return 1"))
+    odd_run = b"*3\r\n$7\r\nEVALSHA\r\n$40\r\n" + sha + b"\r\n:0\r\n"
+    big = encode_command(("SET", "big", "x" * ((1 << 20) + 100)))
+    cases = [
+        [b"*2\r\n$3\r\nGET\r\n:1\r\n"],
+        [b"*2\r\n$3\r\nGET\r\n_\r\n"],
+        [b"*2\r\n$4\r\nECHO\r\n*1\r\n$1\r\na\r\n"],
+        [load + evalsha + evalsha + evalsha + odd_run + evalsha],
+        [load + evalsha + evalsha + b"*3\r\n$7\r\nEVALSHA\r\n$40\r\n" + sha + b"\r\n#t\r\n"],
+        [big + b"*2\r\n$3\r\nGET\r\n:1\r\n"],
+        [big + encode_command(("GET", "x")) + b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n,1.5\r\n"],
+        [big + load + evalsha + evalsha + odd_run],
+    ]
+    diffs = compare_many(redis_ref.port, rq_server.port, cases, quiet=1.0)
+    assert not diffs, "\n".join(d[:600] for d in diffs)
+
+
 def test_unauthenticated_limits_match_redis():
     ref = start_redis("--requirepass", "pw")
     rq = start_respqueue("--requirepass", "pw")

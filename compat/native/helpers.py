@@ -441,7 +441,11 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
     # HGETALL: the job hash exists (HMSET just wrote it); its reply, flattened, inline
     if type(h) is not Hash:
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
-    ctx.inline(HGETALL, [b"HGETALL", job_key])
+    done = ctx.done
+    if done is None:
+        ctx.inline(HGETALL, [b"HGETALL", job_key])
+    else:
+        done.append(HGETALL)  # (what ctx.inline does, without building the argv it has no use for)
     return _active_reply(h, job_id)
 
 

@@ -313,7 +313,10 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
     # ---- reads (an error here still falls back to Lua: nothing written yet)
     done = ctx.done  # None with a MONITOR client attached (then it is fed each inline call: ctx.inline)
     job = unpacked(db.lookup(job_key))
-    ctx.inline(EXISTS, [b"EXISTS", job_key])
+    if done is None:
+        ctx.inline(EXISTS, [b"EXISTS", job_key])
+    else:
+        done.append(EXISTS)  # (what ctx.inline does, without building the argv it has no use for)
     if job is None:
         return -1
     deps_after_lock = (not failed or variant.failed_deps) and variant.lock_first

@@ -134,6 +134,8 @@ class _SszMemo(dict):  # type: ignore[type-arg]
 
 _SSZ_MEMO_MAX = 4096
 _SSZ_MEMO = _SszMemo()
+#: tuple of an entry's field names -> the sum of their listpack sizes (Stream.append; bounded)
+_FIELDS_SZ: dict[tuple[bytes, ...], int] = {}
 _ssz_of = _SSZ_MEMO.__getitem__
 
 
@@ -370,15 +372,25 @@ class Stream(Journaled):
             eb = 6  # flags, ms delta 0, seq delta 0
             same = True
         else:
-            d = (id_ >> 64) - node.mms
-            eb = 4 if 0 <= d <= 127 else 2 + _isz(_signed64(d))  # flags + ms delta
+            # the ID's deltas from the master entry, as listpack integers (_isz of their int64 values, inline
+            # for the usual small ones)
+            d = (id_ >> 64) - node.mms  # (>= 0: IDs grow)
+            eb = 4 if d <= 127 else 5 if d <= 4095 else 2 + _isz(_signed64(d))  # flags + ms delta
             d = (id_ & MASK64) - node.mseq
-            eb += 2 if 0 <= d <= 127 else _isz(_signed64(d))  # seq delta
+            eb += 2 if 0 <= d <= 127 else 3 if -4096 <= d <= 4095 else _isz(_signed64(d))  # seq delta
             same = fields == node.fields
         if same:
             eb += sum(map(_ssz_of, fv[1::2])) + (2 if n <= 124 else _isz(n + 3))
         else:
-            eb += _isz(n) + sum(map(_ssz_of, fv)) + _isz(2 * n + 4)
+            # the fields' sizes cached per tuple of names (events of one kind repeat them)
+            tf = tuple(fields)
+            fsz = _FIELDS_SZ.get(tf)
+            if fsz is None:
+                fsz = sum(map(_ssz_of, fields))
+                if len(_FIELDS_SZ) >= 1024:
+                    _FIELDS_SZ.clear()
+                _FIELDS_SZ[tf] = fsz
+            eb += fsz + sum(map(_ssz_of, fv[1::2])) + (4 if n <= 61 else _isz(n) + _isz(2 * n + 4))
         node.count += 1
         node.nbytes += eb
         node.last = id_
