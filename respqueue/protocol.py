@@ -144,9 +144,6 @@ class ClientConnection(asyncio.Protocol, Client):
         self.obl_soft_since: float | None = None  # output over its soft limit since (outbuf.py)
         # what hiredis returned after a run of requests (see _collect_run), for the loop to take next
         self.pending: Any = None
-        # durable mode: input that arrived while a reply was held waits for its release (see _gated):
-        # 0 none, 1 a resume (no new input), 2 new input
-        self.gated = 0
 
     # ---- connection lifecycle -------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -239,7 +236,7 @@ class ClientConnection(asyncio.Protocol, Client):
         self.last_interaction = time.time()
         if self.slow is not None:
             self.slow.feed(data)
-            if self.blocked is None and not self.processing and not self._gated(2):
+            if self.blocked is None and not self.processing:
                 self._drive()
             elif self.slow.pending() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
@@ -253,7 +250,7 @@ class ClientConnection(asyncio.Protocol, Client):
             or (self.agg_tail and data[:1].isdigit())
         ) and self._big_ok(data):
             # hiredis would preallocate an array this long: let the exact parser look
-            if self._switch_to_slow() and not self._gated(2):
+            if self._switch_to_slow():
                 self._drive()
             return
         if self.closing:
@@ -266,39 +263,11 @@ class ClientConnection(asyncio.Protocol, Client):
             if m is not None:
                 self.agg_tail_bytes = m.group().lstrip(b"\n")
         self.reader.feed(data)
-        if self.blocked is not None or self.processing or self._gated(2):
+        if self.blocked is not None or self.processing:
             if self.reader.len() > self.server.config.client_query_buffer_limit:
                 self.close("query buffer limit reached")
             return
         self._drive()
-
-    def _gated(self, why: int) -> bool:
-        """Durable mode: True while this connection's last held reply waits for the journal's open batch,
-        the one its next requests (a later read, ``why`` 2, or a resume, 1) would join; they run once that
-        batch has gone to the writer (Journal._submit calls ``ungate``), in the next batch.
-
-        Redis runs a later read's requests after the replies before them are written. Joining the open
-        batch, their replies would go out in the same write as the held one (one batch's replies are
-        released together at its commit), where a client reading both at once may act on the later
-        first: BullMQ's shared connection, whose worker then reports a job active before
-        ``await queue.add()`` has returned (events.test.ts, 'should emit an event when a job becomes
-        active'). In the next batch they are released one commit later. A batch stays open across reads
-        only while the writer is busy with the one before (group commit), so that is the only time this
-        waits. The requests of one read still run together, as in Redis, and batch in one commit."""
-        if self.held is None:
-            return False
-        j = self.server.journal
-        if j is None or self.hold_bid != j.open_id:
-            return False
-        if why > self.gated:
-            self.gated = why
-        j.gated.add(self)
-        return True
-
-    def ungate(self) -> None:
-        """The batch this connection's next requests waited on has gone to the writer (see _gated)."""
-        if self.gated:
-            self._resume_now()
 
     def _drive(self, fresh: bool = True) -> None:
         """Run the buffered requests, handing the input between the parsers.
@@ -686,8 +655,6 @@ class ClientConnection(asyncio.Protocol, Client):
         if self.held is None:
             if self.close_when_released and t is not None:
                 t.close()
-            elif self.gated:
-                asyncio.get_running_loop().call_soon(self.ungate)  # (a failed commit's error replies)
             return True
         return False
 
@@ -755,11 +722,8 @@ class ClientConnection(asyncio.Protocol, Client):
         asyncio.get_running_loop().call_soon(self._resume_now)
 
     def _resume_now(self) -> None:
-        if self.blocked is not None or self.closing or self.processing or self._gated(1):
-            return
-        why = self.gated  # 2: input came while it was gated, not looked at yet
-        self.gated = 0
-        self._drive(why == 2)
+        if self.blocked is None and not self.closing and not self.processing:
+            self._drive(False)
 
 
 __all__ = ["ClientConnection", "NO_REPLY", "NULL_ARRAY"]

@@ -91,8 +91,6 @@ class Journal:
         # write in that batch: released in that order, as their replies would have been written (a
         # writer before the blocked clients its write served, whatever they held for earlier batches)
         self.waiters: dict[Any, int] = {}
-        # connections whose next read waits for the open batch to go to the writer (ClientConnection._gated)
-        self.gated: set[Any] = set()
         self.hold_max = 0  # the last batch a connection holds output for
         self.last_commit_time = time.time()
         self.commits = 0
@@ -313,12 +311,6 @@ class Journal:
     def _submit(self, ops: list[tuple[str, Any, bool]]) -> None:
         bid = self.open_id
         self.open_id += 1
-        if self.gated:
-            loop = self.loop
-            assert loop is not None
-            for c in self.gated:
-                loop.call_soon(c.ungate)  # their next requests go to the batch opened now
-            self.gated = set()
         self.busy = True
         self.inflight = (bid, ops, self.changes)
         self.changes = 0
