@@ -302,33 +302,53 @@ def _call_args(code: str, cmds: str) -> list[tuple[str, list[str]]]:
     """(command, its arguments as source text) for each ``rcall("<cmd>", ...)`` (or ``redis.call``, as
     updateJobFields in npm 5.33-5.38 writes) in ``code`` whose command is
     one of ``cmds`` (a regex alternation); arguments split at top-level commas."""
-    out = []
-    for m in re.finditer(r"""(?:rcall|redis\.call)\(\s*["'](""" + cmds + r""")["']\s*,""", code):
-        depth, k, quote = 1, m.end(), ""
-        args, cur = [], []
-        while k < len(code) and depth:
-            ch = code[k]
-            if quote:
-                if ch == quote and code[k - 1] != "\\":
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch
-            elif ch in "({[":
-                depth += 1
-            elif ch in ")}]":
-                depth -= 1
-                if not depth:
-                    break
-            elif ch == "," and depth == 1:
-                args.append("".join(cur).strip())
-                cur = []
-                k += 1
-                continue
-            cur.append(ch)
+    return [(m.group(1), _args_at(code, m.end()))
+            for m in re.finditer(r"""(?:rcall|redis\.call)\(\s*["'](""" + cmds + r""")["']\s*,""", code)]
+
+
+def _args_at(code: str, k: int) -> list[str]:
+    """The arguments of a call from ``code[k]`` (just after its first argument's comma) to its closing
+    parenthesis, as source text, split at top-level commas."""
+    depth, quote = 1, ""
+    args: list[str] = []
+    cur: list[str] = []
+    while k < len(code) and depth:
+        ch = code[k]
+        if quote:
+            if ch == quote and code[k - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+            if not depth:
+                break
+        elif ch == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
             k += 1
-        args.append("".join(cur).strip())
-        out.append((m.group(1), args))
-    return out
+            continue
+        cur.append(ch)
+        k += 1
+    args.append("".join(cur).strip())
+    return args
+
+
+def call_facts(text: str, cmds: str) -> list[str]:
+    """Per call of one of ``cmds`` (a regex alternation), its arguments as source text (whitespace collapsed),
+    ``|``-joined, e.g. HINCRBY's ``jobKey|"stc"|1`` (the counter field a release increments) or LREM's
+    ``KEYS[1]|0|ARGV[4]`` (how many occurrences it removes)."""
+    return sorted({"|".join(" ".join(a.split()) for a in args) for _c, args in _call_args(_code(text), cmds)})
+
+
+def dynamic_calls(text: str) -> list[str]:
+    """The calls whose command is not a literal (``rcall(ARGV[3], target, ARGV[4])``: the caller names the
+    push), as source text: the command's expression, then its arguments, ``|``-joined."""
+    code = _code(text)
+    return sorted({"|".join([m.group(1)] + [" ".join(a.split()) for a in _args_at(code, m.end())])
+                   for m in re.finditer(r"""(?:rcall|redis\.call)\(\s*([A-Za-z_][\w.]*(?:\[\w+\])?)\s*,""", code)})
 
 
 def _lit(a: str) -> str:
@@ -360,7 +380,8 @@ def hash_write_shapes(text: str, cmds: str = "HSET|HMSET") -> list[str]:
 CALLERS = frozenset({"main", "prepareJobForProcessing", "fetchNextJob", "addJobInTargetList", "storeJob",
                      "getTargetQueueList", "getQueueMetadata", "isQueuePausedOrMaxed", "trimEvents", "removeLock",
                      "moveJobFromPrioritizedToActive", "moveJobFromPriorityToActive", "getOrSetMaxEvents",
-                     "addDelayedJob", "addJobWithPriority", "addDelayMarkerIfNeeded"})
+                     "addDelayedJob", "addJobWithPriority", "addDelayMarkerIfNeeded", "moveJobToWait",
+                     "checkStalledJobs"})
 
 
 def score_ranges(text: str) -> list[str]:
@@ -383,7 +404,8 @@ def priority_scores(text: str) -> list[str]:
 def main_sequence(text: str) -> list[str]:
     """The main code's calls in source order: each ``rcall("<CMD>"`` as the command, each call of a helper the
     script defines as its name (where releases differ only in the order of two steps, e.g. moveToFinished's
-    lock removal and its pending-children check)."""
+    lock removal and its pending-children check). A main code that only calls one helper (the whole script
+    wrapped in a function) records that helper's calls."""
     code = _code(text)
     names = set(_FUNC_RE.findall(code))
     lines, in_func = [], False
@@ -394,9 +416,18 @@ def main_sequence(text: str) -> list[str]:
             in_func = True
         else:
             lines.append(line)
-    main = "\n".join(lines)
+    out = _calls_in("\n".join(lines), names)
+    if len(out) == 1:  # the whole script one helper (npm 5.0.0's checkStalledJobs): that helper's calls
+        m = re.search(r"^local function " + out[0] + r"\b[^\n]*\n(.*?)^end\b", code, re.S | re.M)
+        if m:
+            return _calls_in(m.group(1), names - {out[0]})
+    return out
+
+
+def _calls_in(body: str, names: set[str]) -> list[str]:
+    """``body``'s calls in source order: ``rcall("<CMD>"`` as the command, a helper of ``names`` by name."""
     out = []
-    for m in re.finditer(r"""rcall\(\s*["'](\w+)["']|\b(\w+)\s*\(""", main):
+    for m in re.finditer(r"""rcall\(\s*["'](\w+)["']|\b(\w+)\s*\(""", body):
         if m.group(1):
             out.append(m.group(1).upper())
         elif m.group(2) in names:
@@ -474,6 +505,9 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
                                           for _c, args in _call_args(_code(text), "DEL")})
                     lay["zadds"] = sorted({"|".join(" ".join(a.split()) for a in args)
                                            for _c, args in _call_args(_code(text), "ZADD")})
+                    lay["hincrbys"] = call_facts(text, "HINCRBY")
+                    lay["lrems"] = call_facts(text, "LREM")
+                    lay["dyn_calls"] = dynamic_calls(text)
                     lay["counts"] = sorted({"|".join([c] + [" ".join(a.split()) for a in args])
                                             for c, args in _call_args(_code(text), "SCARD|ZCARD")})
                 lid = layout_id(name, lay)
@@ -486,7 +520,7 @@ def build(releases: list[tuple[str, dict[str, tuple[str, int, bytes]]]]) -> tupl
 
 
 INTERNED = ("keys", "argv", "argv_fields", "events", "hash_writes", "hash_reads", "calls", "score_ranges", "counts", "main", "dels", "zadds",
-            "prio_scores")
+            "prio_scores", "hincrbys", "lrems", "dyn_calls")
 
 
 def render(table: dict[str, Any], layouts: dict[str, Any], releases: list[str]) -> str:

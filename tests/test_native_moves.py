@@ -125,6 +125,20 @@ class Queue:
         return self.run("moveToDelayed", job_id, argv)
 
 
+def _other_token(body: bytes) -> int:
+    """The code for a lock held by another token: -6, or -2 for npm 5.0-5.4 (no stalled key, no removeLock)."""
+    from compat.scripts import layout
+
+    return -6 if any("stalled" in k for k in layout(sha(body))["keys"]) else -2
+
+
+def _lrem_all(body: bytes) -> bool:
+    """retryJob of npm 5.0-5.6: LREM active 0 without -3 (a job not in active is pushed back all the same)."""
+    from compat.scripts import layout
+
+    return layout(sha(body)).get("lrems") == ["KEYS[1]|0|ARGV[4]"]
+
+
 def _ran(pr: Pair, name: str) -> int:
     return native_log_count(pr.nat_srv, f"native {name}: ran")
 
@@ -148,7 +162,7 @@ def mtd_scenario(q: Queue) -> None:
     d = q.addj(name="d")
     jd = q.fetch("t3")
     assert jd == d
-    assert q.mtd(jd, token="other") == -6
+    assert q.mtd(jd, token="other") == _other_token(q.b["moveToDelayed"])
     p.both("DEL", Q + jd + b":lock")
     assert q.mtd(jd, token="t3") == -2
     assert q.mtd(jd, token="0", fields=_fields(n=1, x=2.5)) == 0  # token "0": no lock to remove
@@ -234,7 +248,14 @@ def test_move_to_delayed_oracle(pair: Pair, family: str) -> None:  # noqa: F811
 #: pack, as tests/test_native_scripts.py's variant oracle does): the scripts that must run natively, and what
 #: each adds
 MOVES_VARIANTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "5.0.0": (("promote",), "promote: 8 keys, HEXISTS paused, the marker ZADDs inline, bit.band score"),
+    "5.0.0": (("moveToDelayed", "retryJob", "promote"), "promote: 8 keys, HEXISTS paused, the marker ZADDs "
+              "inline, bit.band score; moveToDelayed / retryJob: 7 / 10 keys (the lock's GET and DEL inline, no "
+              "stalled set), HGET of maxLenEvents without a default written; moveToDelayed: marker member "
+              "\"0\"; retryJob: LREM 0 without -3, no marker for a plain push"),
+    "5.4.6": (("moveToDelayed", "retryJob", "promote"), "moveToDelayed / retryJob: 7 / 10 keys, the lock's GET "
+              "and DEL inline (-2 for another token); retryJob: LREM 0 without -3, no marker for a plain push"),
+    "5.5.4": (("moveToDelayed", "retryJob", "promote"), "retryJob: removeLock, LREM 0 without -3, no marker "
+              "for a plain push"),
     "5.7.15": (("moveToDelayed", "retryJob", "promote"), "moveToDelayed: the caller's score as ARGV[3], the "
                "marker unless paused; retryJob: HEXISTS paused, no second read, bound at the next ms, bit.band "
                "score; promote: 8 keys, HEXISTS paused, bit.band score"),
@@ -273,6 +294,80 @@ def test_moves_variant_oracle(pair: Pair, version: str) -> None:  # noqa: F811
         before = _ran(pair, name)
         scenario(Queue(pair, bodies))
         assert _ran(pair, name) - before >= 8, (version, name)
+
+
+#: npm releases whose retryJob / moveToDelayed are the 5.0-5.6 variants (natgaps): their commandstats, MONITOR
+#: lines and a restart from the store are checked too
+OLD_MOVES = ("5.0.0", "5.4.6", "5.5.4")
+
+
+@pytest.mark.parametrize("version", OLD_MOVES)
+def test_old_moves_commandstats_and_monitor(pair: Pair, version: str) -> None:  # noqa: F811
+    """npm 5.0-5.6's retryJob (LREM 0, no marker for a plain push, the lock inline before 5.5) and 5.0-5.4's
+    moveToDelayed (7 keys) count the same commands and show a MONITOR client the same lines as Lua, natively."""
+    from .test_native_scripts import _variant_bodies
+
+    q = Queue(pair, _variant_bodies(version))
+    n = [0]
+
+    def cycle() -> None:
+        n[0] += 1
+        t = f"k{n[0]}"
+        for i in range(3):
+            q.addj(name=f"s{i}")
+        j = q.fetch(t)
+        q.run("retryJob", j, rj_args(j, token=t))
+        j = q.fetch(t)
+        pair.both("HSET", Q + j, "priority", "2")
+        q.run("retryJob", j, rj_args(j, token=t, push="RPUSH"))
+        j = q.fetch(t)
+        pair.both("HSET", Q + b"meta", "paused", "1")
+        q.run("retryJob", j, rj_args(j, token=t))
+        q.run("retryJob", j, rj_args(j, token="0"))  # (not in active: pushed again, no -3)
+        pair.both("LREM", Q + b"paused", 1, j)
+        pair.both("HDEL", Q + b"meta", "paused")
+        while pair.both("RPOPLPUSH", Q + b"paused", Q + b"wait") is not None:
+            pass
+        q.run("retryJob", b"missing", rj_args(b"missing", token=t))
+        j = q.fetch(t)
+        q.mtd(j, token="other")
+        q.mtd(j, token=t)
+        j = q.fetch(t)
+        q.mtd(j, token=t, skip="1")
+        q.mtd(b"missing")
+
+    before = {name: _ran(pair, name) for name in ("retryJob", "moveToDelayed")}
+    _stats_and_monitor(pair, cycle)
+    for name, b in before.items():
+        assert _ran(pair, name) - b >= 8, (name, [ln for ln in pair.nat_srv.output().splitlines() if "fallback" in ln])
+
+
+def test_old_moves_persisted(tmp_path: Any) -> None:
+    """npm 5.0.0's retryJob and moveToDelayed (the oldest variants) write what a restart from the store reads
+    back."""
+    from .test_native_scripts import _variant_bodies
+
+    b = _variant_bodies("5.0.0")
+    add, mta, rj, mtd = b["addStandardJob"], b["moveToActive"], b["retryJob"], b["moveToDelayed"]
+
+    def run(r: redis.Redis) -> None:
+        for body in (add, mta, rj, mtd):
+            r.script_load(body)
+        ak = _release_keys(add, _ADD_ROLES)
+        for i in range(4):
+            r.evalsha(sha(add), len(ak), *ak, *_release_add_args(add, name=f"d{i}"))
+        for i in range(3):
+            j = r.evalsha(sha(mta), len(MTA_KEYS), *MTA_KEYS, *mta_args(token="t0"))[1]
+            if i == 1:
+                r.hset(Q + j, "priority", "4")
+            if i < 2:
+                k = _keys(rj, j)
+                assert r.evalsha(sha(rj), len(k), *k, *rj_args(j)) == 0
+            else:
+                k = _keys(mtd, j)
+                assert r.evalsha(sha(mtd), len(k), *k, Q, TS, (TS + 5000) * 4096, j, "t0", 5000, "0") == 0
+
+    _durable(tmp_path, run, "retryJob")
 
 
 def _stats_and_monitor(pr: Pair, cycle: Callable[[], None]) -> None:
@@ -370,11 +465,21 @@ def rj_scenario(q: Queue) -> None:
     # error codes: missing job (-1), another token (-6), lock missing (-2), token "0", not in active (-3)
     assert rj(b"nope") == -1
     jb = q.fetch("t2")
-    assert rj(jb, token="other") == -6
+    assert rj(jb, token="other") == _other_token(q.b["retryJob"])
     p.both("DEL", Q + jb + b":lock")
     assert rj(jb, token="t2") == -2
     assert rj(jb, token="0", fields=_fields(n=1, x=2.5)) == 0
-    assert rj(jb, token="0") == -3
+    if _lrem_all(q.b["retryJob"]):
+        # npm 5.0-5.6: no -3; the job goes to wait again (twice now), LREM 0 then takes every copy out
+        assert rj(jb, token="0") == 0
+        assert p.lua.lrange(Q + b"wait", 0, -1).count(jb) == 2
+        p.both("LPUSH", Q + b"active", jb, "x2", jb)
+        p.both("LREM", Q + b"wait", 0, jb)
+        assert rj(jb, token="0") == 0
+        assert p.lua.lrange(Q + b"active", 0, -1) == [b"x2"]
+        p.both("LREM", Q + b"active", 0, "x2")
+    else:
+        assert rj(jb, token="0") == -3
     # a paused queue (5.x: the paused list), no marker; then a concurrency limit reached
     ja = q.fetch("t3")
     p.both("DEL", Q + b"marker")
@@ -685,3 +790,16 @@ def test_release_sweep(pair: Pair, release: str) -> None:  # noqa: F811
         ran += 1
     if ran == 0:
         pytest.skip(f"{release}: none of the three runs natively")
+
+
+def test_every_digest_runs_natively() -> None:
+    """Every recorded digest of moveToDelayed (15), retryJob (11) and promote (8) runs natively: npm 5.0-5.6's
+    retryJob and 5.0-5.4's moveToDelayed too, as variants."""
+    import compat.native  # noqa: F401
+    from compat.scripts import SCRIPTS, native_digests
+
+    nat = native_digests()
+    want = {"moveToDelayed": 15, "retryJob": 11, "promote": 8}
+    lua = sorted((v[0], v[1], v[2]) for k, v in SCRIPTS.items() if v[0] in want and k.decode() not in nat)
+    assert lua == [], lua
+    assert {n: sum(1 for v in nat.values() if v == n) for n in want} == want

@@ -2,9 +2,9 @@
 release family (node 6.x, node 5.x latest, py 3.x, py 2.x; every scanned release with RESPQUEUE_RELEASE_SWEEP=1,
 or every body under RESPQUEUE_BODIES_DIR/<release>/): replies, keyspace, INFO commandstats and MONITOR lines,
 on the common paths (the stalled-check key present; an empty stalled set; the active ids copied; locked,
-finished and legacy-marker members), truly stalled jobs (natively for npm 5.53+ / PyPI 2.15+: moved back, several
-at once, past the limit, repeatable, paused, at the concurrency limit) and the Lua fallbacks (5.0-5.52's stalled
-jobs, failed in the script; the script's errors)."""
+finished and legacy-marker members), truly stalled jobs (natively for npm 5.0+ / PyPI 2.x: moved back, several
+at once, past the limit (5.53+), repeatable, paused, at the concurrency limit) and the Lua fallbacks (5.0-5.52's
+jobs past the limit, failed in the script; the script's errors)."""
 
 from __future__ import annotations
 
@@ -191,7 +191,7 @@ def test_stalled_families_present() -> None:
     assert {"node-6.x", "py-3.x"} <= fams, fams
 
 
-# ---- truly stalled jobs: natively for 5.53+ (moved back, ``defa`` past the limit), on Lua for 5.0-5.52 ----
+# ---- truly stalled jobs: moved back (5.53+: ``defa`` past the limit; 5.0-5.52: past the limit on Lua) ----
 def _stall_mode(body: bytes) -> Any:
     """The native variant's StallMode for this body (None: truly stalled jobs run on Lua)."""
     import compat.native  # noqa: F401
@@ -261,7 +261,7 @@ def stalled_moves_scenario(pair: Pair, body: bytes) -> tuple[int, int]:
     pair.both("HSET", Q + b"3", "stc", "4", "stalledCounter", "4")
     r = run("2", "3", "4", max_stalled=4)
     assert sorted(stalled_reply(r)) in ([b"2", b"4"], [b"2", b"3", b"4"]), r
-    if mode is not None:
+    if mode is not None and mode.repeat != "fail":
         assert pair.lua.hget(Q + b"3", "defa") == b"job stalled more than allowable limit"
         assert pair.lua.hget(Q + b"2", "defa") is None
     # a repeatable job past the limit: no defa (5.58+); a job hash that is gone (HINCRBY creates it, 5.53+)
@@ -285,9 +285,12 @@ def stalled_moves_scenario(pair: Pair, body: bytes) -> tuple[int, int]:
     _job(pair, "80")
     _job(pair, "81")
     run("80")
-    assert mode is None or not pair.lua.exists(Q + b"marker")  # (5.1-5.8 know no concurrency)
+    if mode is not None and mode.queue.meta_fields:  # (5.1-5.8 know no concurrency: the marker)
+        assert not pair.lua.exists(Q + b"marker")
+    if mode is not None and not mode.queue.meta_fields and mode.marker:
+        assert pair.lua.exists(Q + b"marker")
     pair.both("HDEL", Q + b"meta", "concurrency")
-    # a paused queue: the paused list (5.x), the wait list (6.x; on Lua: the layout does not tell them apart)
+    # a paused queue: the paused list (5.x), the wait list (6.x, told apart by moveJobToWait's callee)
     pair.both("HSET", Q + b"meta", "paused", "1")
     before = _ran(pair)
     run("81")
@@ -297,7 +300,7 @@ def stalled_moves_scenario(pair: Pair, body: bytes) -> tuple[int, int]:
         assert paused_native == int(mode.paused_known)
     # the bail cases: a non-integer max count, opts that are no JSON; a stalled counter that is no integer
     _job(pair, "90", opts="{bad")
-    _job(pair, "91", stc="x")
+    _job(pair, "91", stc="x", stalledCounter="x")
     before = _ran(pair)
     r = run("90", max_stalled="1.5")
     if mode is not None and mode.repeat == "opts":
@@ -312,8 +315,8 @@ def stalled_moves_scenario(pair: Pair, body: bytes) -> tuple[int, int]:
 
 @pytest.mark.parametrize("family", sorted(BODIES))
 def test_stalled_jobs_moved_back(pair: Pair, family: str) -> None:
-    """Truly stalled jobs: 5.53+ (npm) / 2.15+ (PyPI) natively, exactly as Lua, but for the bail cases (the
-    script's errors; a paused queue where the layout does not tell the target list); 5.0-5.52 on Lua."""
+    """Truly stalled jobs: every release natively, exactly as Lua, but for the bail cases (the script's errors;
+    5.0-5.52's jobs past the limit, failed in the script)."""
     body = BODIES[family]
     pair.load(body)
     native, calls = stalled_moves_scenario(pair, body)
@@ -322,7 +325,14 @@ def test_stalled_jobs_moved_back(pair: Pair, family: str) -> None:
         assert native == 0, (family, native)
     else:
         # every stalled call but the bail cases (2) and, where the layout does not tell, the paused queue
-        assert native == calls - 2 - (not mode.paused_known) - (mode.repeat == "parent"), (family, native, calls)
+        assert native == expected_native(mode, calls), (family, native, calls)
+
+
+def expected_native(mode: Any, calls: int) -> int:
+    """How many of :func:`stalled_moves_scenario`'s calls run natively in ``mode``: all but the bail cases
+    (2), the paused queue where the layout does not tell its target list, 5.53-5.55's cjson error, and
+    (5.1-5.52) the three calls with a job past the limit (failed in the script)."""
+    return calls - 2 - (not mode.paused_known) - (mode.repeat == "parent") - 3 * (mode.repeat == "fail")
 
 
 def test_stalled_jobs_native_for_the_installed_families() -> None:
@@ -356,7 +366,7 @@ def test_stalled_moves_commandstats_and_monitor(pair: Pair, family: str) -> None
 
 def test_stalled_many_jobs_moved_back(pair: Pair) -> None:
     """Hundreds of stalled jobs in one call, natively, as Lua."""
-    fams = [f for f in BODIES if _stall_mode(BODIES[f]) is not None]
+    fams = [f for f in BODIES if _stall_mode(BODIES[f]).repeat != "fail"]  # (5.53+: the stalled list alone)
     body = BODIES[sorted(fams)[0]]
     pair.load(body)
     ids = [str(i) for i in range(300)]
@@ -371,7 +381,7 @@ def test_stalled_many_jobs_moved_back(pair: Pair) -> None:
 
 def test_stalled_moves_are_durable(tmp_path: Any) -> None:
     """A native move back (RPUSH, HINCRBY stc, defa, events) survives a restart."""
-    fams = [f for f in BODIES if _stall_mode(BODIES[f]) is not None]
+    fams = [f for f in BODIES if _stall_mode(BODIES[f]).repeat != "fail"]  # (5.53+: the stalled list alone)
     body = BODIES[sorted(fams)[0]]
     keys = _keys(body)
 
@@ -390,9 +400,11 @@ def test_stalled_moves_are_durable(tmp_path: Any) -> None:
 
 
 #: one npm release per StallMode that no installed family has (fetched with npm pack, as CI's
-#: test_release_variant_oracle does): 5.53's HMGET opts parent, 5.56's no repeat check and 5.58's HGET opts (both
-#: with the paused queue on Lua), 5.60's HGET opts with 4 meta fields, and 5.52 (a stalled job on Lua)
-STALL_VARIANT_RELEASES = ("5.52.3", "5.53.3", "5.56.10", "5.58.9", "5.60.0")
+#: test_release_variant_oracle does): 5.0.0's checkStalledJobs (no marker key: RPUSH alone), 5.1's HEXISTS meta
+#: paused and ``stalledCounter``, 5.9's HMGET paused concurrency with ``stalledCounter``, 5.52's ``stc``
+#: (5.0-5.52: a job past the limit on Lua), 5.53's HMGET opts parent, 5.56's no repeat check and 5.58's HGET
+#: opts (moveJobToWait with getTargetQueueList: the paused list), 5.60's HGET opts with 4 meta fields
+STALL_VARIANT_RELEASES = ("5.0.0", "5.1.12", "5.9.0", "5.52.3", "5.53.3", "5.56.10", "5.58.9", "5.60.0")
 
 
 @pytest.mark.parametrize("version", STALL_VARIANT_RELEASES)
@@ -404,8 +416,93 @@ def test_stalled_variant_releases(pair: Pair, version: str) -> None:
     pair.load(body)
     native, calls = stalled_moves_scenario(pair, body)
     mode = _stall_mode(body)
-    assert (mode is None) == (version == "5.52.3"), (version, mode)
-    if mode is None:
-        assert native == 0, (version, native)
-    else:
-        assert native == calls - 2 - (not mode.paused_known) - (mode.repeat == "parent"), (version, native, calls)
+    assert mode is not None and mode.paused_known, (version, mode)
+    assert native == expected_native(mode, calls), (version, native, calls)
+
+
+#: releases whose stalled path the commandstats / MONITOR and restart checks also cover: 5.0.0's RPUSH without a
+#: marker, 5.1's HEXISTS meta paused, 5.52's {failed, stalled} reply with ``stc``, 5.58's moveJobToWait to the
+#: paused list
+STALL_STATS_RELEASES = ("5.0.0", "5.1.12", "5.52.3", "5.58.9")
+
+
+def _stats_cycle(pair: Pair, body: bytes) -> None:
+    pair.both("DEL", Q + b"wait", Q + b"active", Q + b"stalled", Q + b"marker", Q + b"paused",
+              *[Q + b"%d" % i for i in range(5)])  # (the stall counts start afresh: within the limit)
+    for i in range(5):
+        _job(pair, str(i))
+    pair.both("HSET", Q + b"meta", "concurrency", "2")
+    _stall(pair, body, "0", "1")
+    pair.both("HDEL", Q + b"meta", "concurrency")
+    pair.both("HSET", Q + b"meta", "paused", "1")
+    _stall(pair, body, "2")
+    pair.both("HDEL", Q + b"meta", "paused")
+    _stall(pair, body, "3", "9")
+
+
+@pytest.mark.parametrize("version", STALL_STATS_RELEASES)
+def test_stalled_variant_commandstats_and_monitor(pair: Pair, version: str) -> None:
+    """5.1-5.52's and 5.58's stalled jobs moved back (concurrency, paused) count the same commands and show a
+    MONITOR client the same lines as the Lua path, natively."""
+    from .test_native_scripts import _variant_bodies
+
+    body = _variant_bodies(version)[NAME]
+    pair.load(body)
+    before = _ran(pair)
+    same_stats_and_monitor(pair, lambda: _stats_cycle(pair, body), {"hincrby": 4, "rpush": 4, "xadd": 8})
+    assert _ran(pair) - before == 6
+
+
+@pytest.mark.parametrize("family", sorted(f for f in BODIES if f.startswith("node-6.x:")))
+def test_stalled_paused_6x_commandstats_and_monitor(pair: Pair, family: str) -> None:
+    """6.x's paused queue (moveJobToWait through isQueuePausedOrMaxed: the wait list, no marker), natively, with
+    the Lua path's commandstats and MONITOR lines."""
+    body = BODIES[family]
+    pair.load(body)
+    before = _ran(pair)
+    same_stats_and_monitor(pair, lambda: _stats_cycle(pair, body), {"hincrby": 4, "rpush": 4, "xadd": 8})
+    assert _ran(pair) - before == 6
+    assert pair.lua.llen(Q + b"paused") == 0 and pair.lua.llen(Q + b"wait") >= 3
+
+
+def test_stalled_old_moves_are_durable(tmp_path: Any) -> None:
+    """5.1's native move back (HINCRBY stalledCounter, RPUSH, the {failed, stalled} reply) survives a restart."""
+    from .test_native_scripts import _variant_bodies
+
+    body = _variant_bodies("5.1.12")[NAME]
+    keys = _keys(body)
+
+    def run(r: redis.Redis, s: str, srv: Any) -> None:
+        for i in range(4):
+            r.hset(Q + str(i).encode(), mapping={"name": "j", "opts": "{}"})
+        r.rpush(Q + b"active", *[str(i) for i in range(4)])
+        r.sadd(Q + b"stalled", "1", "2", "3")
+        r.set(Q + b"3:lock", "t", px=600000)
+        reply = r.evalsha(s, len(keys), *keys, *_argv(px=600000))
+        assert reply[0] == [] and sorted(reply[1]) == [b"1", b"2"]
+        assert native_log_count(srv, RAN) == 1
+        assert r.hget(Q + b"2", "stalledCounter") == b"1" and sorted(r.lrange(Q + b"wait", 0, -1)) == [b"1", b"2"]
+
+    durable_run(str(tmp_path), body, run)
+
+
+def test_every_digest_moves_stalled_jobs_natively() -> None:
+    """All 28 digests run natively and have a StallMode (truly stalled jobs handled natively), each with the
+    counter field its layout records (``stalledCounter`` before npm 5.49, ``stc`` after) and, where it pushes
+    through moveJobToWait, the paused queue's target list known."""
+    import compat.native  # noqa: F401
+    from compat.scripts import _BY_SHA, SCRIPTS, layout
+
+    shas = [k for k, v in SCRIPTS.items() if v[0] == NAME]
+    assert len(shas) == 28
+    for k in shas:
+        assert k in _BY_SHA, SCRIPTS[k]
+        mode = _stall_mode_of(_BY_SHA[k][4])
+        assert mode is not None and mode.paused_known, SCRIPTS[k]
+        assert layout(k)["hincrbys"] == ['jobKey|"%s"|1' % mode.counter.decode()], SCRIPTS[k]
+
+
+def _stall_mode_of(v: Any) -> Any:
+    from compat.native.move_stalled_jobs_to_wait import STALLED_V6
+
+    return (STALLED_V6 if v is True else v).stall

@@ -60,20 +60,24 @@ as the Lua path's calls).
   paused or at the concurrency, active or missing jobs. Lua: priorities other than a plain integer 0..2^21,
   a job key that is no hash, a counter INCR would refuse or that reaches 2^32 - 1 (2^31 - 1 before 5.8),
   meta's concurrency not an integer, a key of another type, coinciding keys, too few arguments.
-* moveToDelayed (npm 5.5+, 6.x; PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused list,
-  5.33-5.72's 8 keys that fetch nothing (5.33-5.58 scoring the job before its LREM), 5.8-5.32's 6 ARGV
-  without fields to update, 5.5-5.7's score given as ARGV[3] and delay marker only for an unpaused queue): active -> delayed (removeLock, the fields to update, getDelayedScore's slot,
+* moveToDelayed (every release: npm 5.0-6.x, PyPI 2.13+, 3.x; as variants: 5.73-6.2's 12 keys with the paused
+  list, 5.33-5.72's 8 keys that fetch nothing (5.33-5.58 scoring the job before its LREM), 5.8-5.32's 6 ARGV
+  without fields to update, 5.0-5.7's score given as ARGV[3] and delay marker only for an unpaused queue,
+  5.0-5.4's 7 keys (the lock's GET and DEL inline, -2 for another token; 5.0.0: maxLenEvents read without a
+  default written, the marker's member "0")): active -> delayed (removeLock, the fields to update, getDelayedScore's slot,
   attempts counted or skipped, the delayed event, the delay marker), with or without fetching the next job
   (moveToActive's cases), the -1/-2/-6 codes. Lua: a job missing from active (-3), a delay that makes the job
-  due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or delays, (5.5-5.7) a score that is no plain integer below 2^53;
-  npm 5.0-5.4.
-* retryJob (npm 5.7+, 6.x; PyPI 2.13+, 3.x: as variants 5.x's getTargetQueueList (2 or 4 meta fields, the
-  paused list; ``HEXISTS meta paused`` before 5.9, read once, no second read), 5.41-5.57's "prev failed"
-  event, no fields to update before 5.39, the promotion bound at the next ms and bit.band's priority score
-  before 5.8): active -> wait (LPUSH/RPUSH), the paused list (5.x, paused), or prioritized (INCR pc), the
+  due at once (or delayed jobs due) with a fetch, rate limits, fractional timestamps or delays, (5.0-5.7) a
+  score that is no plain integer below 2^53.
+* retryJob (every release: npm 5.0-6.x, PyPI 2.13+, 3.x: as variants 5.x's getTargetQueueList (2 or 4 meta
+  fields, the paused list; ``HEXISTS meta paused`` before 5.9, read once, no second read), 5.41-5.57's "prev
+  failed" event, no fields to update before 5.39, the promotion bound at the next ms and bit.band's priority
+  score before 5.8, 5.0-5.6's ``LREM active 0`` without -3 and no marker for a plain push, 5.0-5.4's 10 keys
+  (the lock's GET and DEL inline, -2 for another token), 5.0.0's maxLenEvents without a default written):
+  active -> wait (LPUSH/RPUSH), the paused list (5.x, paused), or prioritized (INCR pc), the
   marker unless paused or maxed, atm + 1, the waiting event; the fields to update; the -1/-2/-3/-6 codes.
   Lua: delayed jobs due for promotion, fractional or out-of-range priorities, a priority counter at
-  2**32 - 1 (2**31 - 1 before 5.8), fields that write atm or priority; npm 5.0-5.6.
+  2**32 - 1 (2**31 - 1 before 5.8), fields that write atm or priority.
 * promote (every release: npm 5.0-6.x, PyPI 2.13+, 3.x; as variants 5.x's getTargetQueueList, 5.0-5.8's 8
   keys with ``HEXISTS meta paused``, 5.0-5.7's bit.band priority score, 5.0.0's markers added inline): delayed
   -> wait (the paused list on a paused 5.x queue) or prioritized, the marker unless paused or maxed, the
@@ -83,12 +87,14 @@ as the Lua path's calls).
   reply of releases with a failed zset, 5.0.0's trimEvents without a default, as variants): the check key
   present (the reply at once); no job truly stalled (check key set, events trimmed, stalled members that are
   locked, no longer active or legacy ``0:`` markers handled, the active ids copied to the stalled set in
-  batches of 7000); truly stalled jobs (no lock, still in active) for npm 5.53-6.x / PyPI 2.15+ and 3.x (7
-  digests: counted, the release's repeat check, ``defa`` past the limit, back to wait or a paused 5.x queue's
-  paused list, marker, 'waiting' and 'stalled' events; StallMode). Lua: a truly stalled job of npm 5.0-5.52
-  (failed in the script), a paused queue where the layout does not tell the target list (5.56-5.59, 6.x),
-  opts cjson might read otherwise than Python, a non-integer max count or ``stc``, bad arguments, wrong key
-  types, a job key that is another key of the call.
+  batches of 7000); truly stalled jobs (no lock, still in active) for every release (all 28 digests: counted
+  in the release's field (``stc``, ``stalledCounter`` before 5.49: the layout's ``hincrbys``), the release's
+  repeat check, ``defa`` past the limit (5.53+), back to wait or a paused 5.x queue's paused list (6.x: wait,
+  no marker; told by moveJobToWait's callee), the marker (not in 5.0.0), 'waiting' and 'stalled' events, the
+  ``{failed, stalled}`` reply before 5.53; StallMode). Lua: a job past the limit on npm 5.0-5.52 / PyPI
+  2.13-2.14 (failed in the script: failed zset, parents, removeOnFail, deduplication), opts cjson might read
+  otherwise than Python, a non-integer max count or stall counter, bad arguments, wrong key types, a job key
+  that is another key of the call.
 """
 
 from __future__ import annotations

@@ -5,19 +5,21 @@ once), or no job is truly stalled (every job of the stalled set has its lock, or
 legacy ``0:`` marker): the check key is set, the events stream trimmed, the stalled set emptied and refilled
 with the active list's ids.
 
-Truly stalled jobs (no lock, still in active), for the releases that defer the stalled failure (npm 5.53-6.x,
-PyPI 2.15+ and 3.x: no failed zset among the keys, ``HSET defa``): each is taken out of active, its ``stc``
-counted (HINCRBY), its repeat options read as the release does (5.53-5.55: HMGET opts parent past the limit;
-5.58-5.77: HGET opts, cjson-decoded; 5.78+/6.x: HGET rjk, then EXISTS of the scheduler key, then ZSCORE of
-the repeat zset), ``defa`` set past the limit (not for a repeatable job), then pushed back (RPUSH) to the wait
-list, or the paused list of a paused 5.x queue, the marker added unless paused or at the concurrency limit,
-with its 'waiting' and 'stalled' events; the reply lists them. On Lua: a truly stalled job with the releases
-that fail it in the script (5.0-5.52: the failed zset, parents, removeOnFail, deduplication; the HINCRBY
-field, ``stc`` or ``stalledCounter``, is no recorded fact either); a paused queue for the releases whose
-target list the layout does not tell (2 meta fields read through moveJobToWait: 5.56-5.59's paused list or
-6.x's wait list); opts that are not a JSON object or array as Python's strict decoder reads them (cjson
-corner cases), unicode surrogate escapes; a non-integer max stalled count or ``stc``; wrong key types; a job
-key that is another key of the call.
+Truly stalled jobs (no lock, still in active), for every release: each is taken out of active, its stall
+counter counted (HINCRBY of the release's field, recorded as the layout's ``hincrbys``: ``stc``, or
+``stalledCounter`` before npm 5.49). Releases with the failed zset among their keys (npm 5.0-5.52, PyPI
+2.13-2.14) fail a job past the limit in the script (the failed zset, parents, removeOnFail, deduplication:
+Lua); within the limit it goes back as below, and the reply is ``{failed, stalled}``. The releases that defer
+the failure (npm 5.53-6.x, PyPI 2.15+ and 3.x: ``HSET defa``) read its repeat options as the release does
+(5.53-5.55: HMGET opts parent past the limit; 5.58-5.77: HGET opts, cjson-decoded; 5.78+/6.x: HGET rjk, then
+EXISTS of the scheduler key, then ZSCORE of the repeat zset), set ``defa`` past the limit (not for a
+repeatable job). Back: pushed (RPUSH) to the wait list, or the paused list of a paused 5.x queue (6.x: the
+wait list; moveJobToWait's callee, getTargetQueueList or isQueuePausedOrMaxed, tells them apart), the marker
+added unless paused or at the concurrency limit (5.0.0 has no marker; 5.0-5.8 read ``HEXISTS meta paused``
+only), with its 'waiting' and 'stalled' events; the reply lists them. On Lua: a job past the limit on the
+releases with the failed zset; opts that are not a JSON object or array as Python's strict decoder reads
+them (cjson corner cases), unicode surrogate escapes; a non-integer max stalled count or stall counter; wrong
+key types; a job key that is another key of the call.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .helpers import (
     _INT_RE,
     _META4,
     EXISTS,
+    HEXISTS,
     HGET,
     HMGET,
     HSET,
@@ -76,9 +79,14 @@ class StallMode(NamedTuple):
     """How a release handles a truly stalled job (5.53+: back to the target list, ``defa`` past the limit)."""
 
     repeat: str  # how it tells a repeatable job: "parent" (HMGET opts parent, past the limit), "opts" (HGET
-    #  opts, cjson-decoded), "rjk" (HGET rjk, EXISTS repeat:<rjk>, ZSCORE repeat <rjk>) or "" (none)
-    queue: QueueVariant  # the meta fields read for the target list; paused_list as far as known
+    #  opts, cjson-decoded), "rjk" (HGET rjk, EXISTS repeat:<rjk>, ZSCORE repeat <rjk>), "" (none) or "fail"
+    #  (5.1-5.52: a job past the limit is failed in the script: Lua)
+    queue: QueueVariant  # the meta fields read for the target list (() for 5.1-5.8's HEXISTS meta paused);
+    #  paused_list: a paused queue's job goes to the paused list (5.x), not to wait (6.x)
     paused_known: bool  # False: the layout does not tell where a paused queue's job goes (Bail when paused)
+    counter: bytes = b"stc"  # the field HINCRBY counts stalls in (the layout's ``hincrbys``; "stalledCounter"
+    #  before 5.49)
+    marker: bool = True  # the base marker after the push (5.0.0: no marker key, RPUSH alone)
 
 
 #: the main code between the stalled job's LREM and the LRANGE, per way of telling a repeatable job
@@ -89,6 +97,10 @@ _STALL_MAIN = {
     "rjk": ["HINCRBY", "HGET", "EXISTS", "ZSCORE", "HSET", "moveJobToWait", "XADD"],
 }
 _STALL_READS = {"parent": "HMGET|opts|parent", "": None, "opts": "HGET|opts", "rjk": "HGET|rjk"}
+#: 5.1-5.52: the main code after the stalled job's HINCRBY ends with the way back (the failure in between)
+_FAIL_TAIL = ["getTargetQueueList", "addJobInTargetList", "XADD", "XADD"]
+#: the counter field, from the layout's ``hincrbys`` (HINCRBY's arguments as source)
+_COUNTERS = {'jobKey|"stc"|1': b"stc", 'jobKey|"stalledCounter"|1': b"stalledCounter"}
 _MAIN_HEAD = ["EXISTS", "SET", "trimEvents", "SMEMBERS", "DEL", "LREM", "EXISTS", "LREM"]
 _MAIN_TAIL = ["LRANGE", "batches", "SADD"]
 _EVENTS = {"event|stalled|jobId|?", "event|waiting|jobId|?|prev|active"}
@@ -96,10 +108,54 @@ _REASON = b"job stalled more than allowable limit"
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+def _counter(lay: dict[str, Any]) -> bytes | None:
+    """The job hash field the release's one HINCRBY counts stalls in (recorded as ``hincrbys``)."""
+    h = lay.get("hincrbys", ())
+    return _COUNTERS.get(h[0]) if len(h) == 1 else None
+
+
+def _fail_mode(lay: dict[str, Any], names: list[str]) -> StallMode | None:
+    """5.1-5.52 (the failed zset among the keys): a truly stalled job within the limit goes back to the target
+    list (getTargetQueueList: HEXISTS meta paused before 5.9, then HMGET paused concurrency; the paused list
+    when paused) with the marker and its 'waiting' and 'stalled' events; past the limit it is failed in the
+    script (Lua)."""
+    main = lay.get("main", [])
+    if main[: len(_MAIN_HEAD)] != _MAIN_HEAD or main[-len(_MAIN_TAIL):] != _MAIN_TAIL:
+        return None
+    marker = "marker" in names
+    back = _FAIL_TAIL if marker else ["getTargetQueueList", "RPUSH", "XADD", "XADD"]  # (5.0.0: no marker)
+    if main[len(_MAIN_HEAD)] != "HINCRBY" or main[-len(_MAIN_TAIL) - len(back): -len(_MAIN_TAIL)] != back:
+        return None
+    counter = _counter(lay)
+    calls = set(lay.get("calls", ()))
+    if counter is None or not _EVENTS <= set(lay.get("events", ())):
+        return None
+    if marker:
+        if not {"main>getTargetQueueList", "main>addJobInTargetList",
+                "addJobInTargetList>addBaseMarkerIfNeeded"} <= calls:
+            return None
+        if 'markerKey|0|"0"' not in lay.get("zadds", ()) or "pushCmd|targetKey|jobId" not in lay.get("dyn_calls", ()):
+            return None
+    elif "checkStalledJobs>getTargetQueueList" not in calls or any(z.startswith("markerKey") for z in
+                                                                    lay.get("zadds", ())):
+        return None
+    reads = set(lay.get("hash_reads", ()))
+    if "HMGET|paused|concurrency" in reads and "HEXISTS|paused" not in reads:
+        q = QueueVariant(_META4[:2], True)
+    elif "HEXISTS|paused" in reads and not any(r.startswith("HMGET|paused") for r in reads):
+        q = QueueVariant((), True)
+    else:
+        return None
+    return StallMode("fail", q, True, counter, marker)
+
+
 def _stall_mode(lay: dict[str, Any], names: list[str]) -> StallMode | None:
-    """The :class:`StallMode` of a 5.53+ layout (no failed zset; ``defa`` written; the main code one of the
-    known sequences; its two events; the base marker its only ZADD), or None (truly stalled jobs on Lua)."""
-    if "failed zset" in names or "HSET|defa|?" not in lay.get("hash_writes", ()):
+    """The :class:`StallMode` of a layout: 5.53+ (no failed zset; ``defa`` written; the main code one of the
+    known sequences; its two events; the base marker its only ZADD), 5.1-5.52 (:func:`_fail_mode`), or None
+    (truly stalled jobs on Lua)."""
+    if "failed zset" in names:
+        return _fail_mode(lay, names)
+    if "HSET|defa|?" not in lay.get("hash_writes", ()):
         return None
     main = lay.get("main", [])
     if main[: len(_MAIN_HEAD)] != _MAIN_HEAD or main[-len(_MAIN_TAIL):] != _MAIN_TAIL:
@@ -121,16 +177,25 @@ def _stall_mode(lay: dict[str, Any], names: list[str]) -> StallMode | None:
         return None
     if "HMGET|paused|concurrency|max|duration" in reads:
         fields = _META4  # only getTargetQueueList reads max and duration: the paused list
-        known = True
     elif "HMGET|paused|concurrency" in reads:
         fields = _META4[:2]
-        known = "main>getTargetQueueList" in calls  # (through moveJobToWait: getTargetQueueList or 6.x's
-        #  isQueuePausedOrMaxed, which the layout does not tell apart)
     else:
         return None
-    if known and "main>getTargetQueueList" not in calls and "main>moveJobToWait" not in calls:
+    counter = _counter(lay)
+    if counter is None:
         return None
-    return StallMode(repeat, QueueVariant(fields, True), known)
+    if "main>getTargetQueueList" in calls:
+        return StallMode(repeat, QueueVariant(fields, True), True, counter)
+    if "main>moveJobToWait" not in calls:
+        return None
+    # moveJobToWait (5.56+): getTargetQueueList (5.x: a paused queue's job to the paused list) or 6.x's
+    # isQueuePausedOrMaxed (the wait list, no marker)
+    to_paused = "moveJobToWait>getTargetQueueList" in calls
+    if to_paused == ("moveJobToWait>isQueuePausedOrMaxed" in calls):
+        return StallMode(repeat, QueueVariant(fields, True), False, counter)  # (not told: Bail when paused)
+    if fields == _META4 and not to_paused:
+        return None
+    return StallMode(repeat, QueueVariant(fields, to_paused), True, counter)
 
 
 def _opts_repeat(raw: bytes) -> bool:
@@ -170,7 +235,7 @@ class StalledVariant(NamedTuple):
     repeat: int = 8
 
 
-STALLED_V6 = StalledVariant(0, 2, 3, 4, 7, False, True, StallMode("rjk", QueueVariant(_META4[:2], True), False),
+STALLED_V6 = StalledVariant(0, 2, 3, 4, 7, False, True, StallMode("rjk", QueueVariant(_META4[:2], False), True),
                             1, 5, 6, 8)
 
 
@@ -195,7 +260,7 @@ def _accept(numkeys: int, lay: dict[str, Any]) -> Any:
     if not calls & {"main>batches", "main>checkStalledJobs"}:
         return None
     stall = None
-    if {"wait", "paused", "marker"} <= set(pos):
+    if {"wait", "paused"} <= set(pos) and ("marker" in pos or "failed" in pos):
         stall = _stall_mode(lay, names)
     v = StalledVariant(pos["stalled"], pos["active"], pos["check"], pos["meta"], pos["events"], "failed" in pos,
                        set_max, stall, pos.get("wait", -1), pos.get("paused", -1), pos.get("marker", -1),
@@ -293,7 +358,7 @@ def move_stalled_jobs_to_wait(ctx: Ctx, keys: list[bytes], argv: list[bytes],
     for i in range(0, len(ids), _BATCH):
         call(SADD, [b"SADD", stalled_key, *ids[i : i + _BATCH]])
     if v.pair_reply:
-        return [[], []]
+        return [[], stuck]  # (5.1-5.52: {failed, stalled}; a job past the limit went to Lua)
     return stuck
 
 
@@ -303,7 +368,7 @@ def _check_stuck(ctx: Ctx, v: StalledVariant, keys: list[bytes], argv: list[byte
     native path leaves to Lua), checked before the first write: Bail if any."""
     m = v.stall
     if m is None:
-        raise Bail("a stalled job")  # failed in the script (5.0-5.52): Lua
+        raise Bail("a stalled job")  # (no release's layout left without a StallMode: a new one, Lua)
     db = ctx.db
     if not _INT_RE.match(argv[0]):
         raise Bail("max stalled job count")
@@ -314,7 +379,8 @@ def _check_stuck(ctx: Ctx, v: StalledVariant, keys: list[bytes], argv: list[byte
     if paused == -1 and not m.paused_known:
         raise Bail("paused: target list unknown")
     _check(db, keys[v.paused if paused == -1 and q.paused_list else v.wait], List)
-    _check(db, keys[v.marker], ZSet)
+    if m.marker:
+        _check(db, keys[v.marker], ZSet)
     job_keys = {prefix + j for j in stuck}
     if len(job_keys) != len(stuck) or not job_keys.isdisjoint(keys) or not job_keys.isdisjoint(locks):
         raise Bail("key clash")
@@ -322,7 +388,7 @@ def _check_stuck(ctx: Ctx, v: StalledVariant, keys: list[bytes], argv: list[byte
     lock_set = set(locks)
     for job_id in stuck:
         job = _check(db, prefix + job_id, Hash)
-        stc = job.get(b"stc") if job is not None else None
+        stc = job.get(m.counter) if job is not None else None
         if stc is None:
             count = 1
         else:
@@ -330,7 +396,10 @@ def _check_stuck(ctx: Ctx, v: StalledVariant, keys: list[bytes], argv: list[byte
             if n is None or n >= _INT64_MAX:
                 raise Bail("stc")
             count = n + 1
-        if m.repeat == "parent":
+        if m.repeat == "fail":
+            if count > limit:
+                raise Bail("stalled past the limit")  # failed in the script (5.1-5.52)
+        elif m.repeat == "parent":
             if count > limit:
                 raw = job.get(b"opts") if job is not None else None
                 if raw is None:
@@ -378,7 +447,7 @@ def _move_back(ctx: Ctx, v: StalledVariant, keys: list[bytes], argv: list[bytes]
     job_key = prefix + job_id
     db = ctx.db
     call = ctx.call
-    count = _hincr1(ctx, job_key, b"stc", db.data.get(job_key))
+    count = _hincr1(ctx, job_key, m.counter, db.data.get(job_key))
     repeatable = False
     if m.repeat == "opts":
         raw = _hget(ctx, job_key, b"opts")
@@ -398,10 +467,15 @@ def _move_back(ctx: Ctx, v: StalledVariant, keys: list[bytes], argv: list[bytes]
     if meta is not None:
         meta = db.data.get(keys[v.meta])
     limit = _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency")) if meta is not None else None
-    target, paused_or_maxed = _target_queue(ctx, m.queue, keys[v.meta], limit, keys[v.active], keys[v.wait],
-                                            keys[v.paused])
+    if m.queue.meta_fields:
+        target, paused_or_maxed = _target_queue(ctx, m.queue, keys[v.meta], limit, keys[v.active], keys[v.wait],
+                                                keys[v.paused])
+    else:  # 5.1-5.8: HEXISTS meta paused
+        ctx.inline(HEXISTS, [b"HEXISTS", keys[v.meta], b"paused"])
+        paused_or_maxed = limit == -1
+        target = keys[v.paused] if paused_or_maxed else keys[v.wait]
     call(RPUSH, [b"RPUSH", target, job_id])
-    if not paused_or_maxed:
+    if not paused_or_maxed and m.marker:
         _zadd_marker(ctx, keys[v.marker])
     events = keys[v.events]
     _xadd_star(ctx, [b"XADD", events, b"*", b"event", b"waiting", b"jobId", job_id, b"prev", b"active"])

@@ -20,7 +20,11 @@ from .helpers import (
     _NUM_RE,
     _PREPARE_HASH,
     _PREPARE_MARKER,
+    DEL,
+    EXISTS,
+    GET,
     HEXISTS,
+    HGET,
     HINCRBY,
     HMGET,
     HSET,
@@ -83,6 +87,10 @@ class MtdVariant(NamedTuple):
     fields: bool = True  # ARGV[7]'s fields to update are written (5.33+; before, no ARGV[7] is read)
     caller_score: bool = False  # 5.5-5.7: ARGV[3] is the job's score (no getDelayedScore), the delay marker
     # only for an unpaused queue (HEXISTS meta paused)
+    old_lock: bool = False  # 5.0-5.4 (7 keys, no stalled set): the lock's GET and DEL inline, -2 for another
+    # token's lock too
+    set_max: bool = True  # getOrSetMaxEvents (5.0.0: HGET meta opts.maxLenEvents, 10000 when absent, no HSET)
+    member: bytes = b"1"  # the delay marker's member ("0" in 5.0.0)
 
 
 #: 6.3+ (11 keys)
@@ -107,6 +115,8 @@ def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
         if not _writes_events(lay, _MTD_EVENTS) or "HSET|delay|?" not in lay.get("hash_writes", ()):
             return None
         return MtdVariant(None, None, False, False, True)
+    if keys == _MTD_KEYS[:7] and numkeys == 7 and argv == _MTD_ARGV_CALLER_SCORE:
+        return _accept_mtd_old(lay)
     if keys == _MTD_KEYS[:8] and numkeys == 8 and argv == _MTD_ARGV[:6]:
         # npm 5.8-5.32: no fields to update (nor updateJobFields), the score before the LREM
         if main != [c for c in _MTD_MAIN_SCORE_FIRST if c != "updateJobFields"] + ["addDelayMarkerIfNeeded"]:
@@ -150,14 +160,49 @@ def _accept_mtd(numkeys: int, lay: dict[str, Any]) -> Any:
     return True if v == MTD_V6 else v
 
 
+def _accept_mtd_old(lay: dict[str, Any]) -> MtdVariant | None:
+    """npm 5.0-5.4 (7 keys): 5.5-5.7's caller-scored path, with the lock's GET and DEL inline (no stalled
+    set, no -6), and in 5.0.0 the events' max length read without a default written and the marker's member
+    "0"."""
+    calls = set(lay.get("calls", ()))
+    set_max = "main>getOrSetMaxEvents" in calls
+    head = ["EXISTS", "GET", "DEL", "LREM", "HINCRBY", "HSET"]
+    tail = ["ZADD", "XADD", "isQueuePaused", "addDelayMarkerIfNeeded"]
+    if lay.get("main") != head + (["getOrSetMaxEvents"] if set_max else ["HGET"]) + tail:
+        return None
+    if set_max != ("HSET|opts.maxLenEvents|?" in lay.get("hash_writes", ())):
+        return None
+    if lay.get("dels") != ["lockKey"] or lay.get("lrems") != ["KEYS[2]|-1|jobId"] or "main>removeLock" in calls:
+        return None
+    if not {"main>isQueuePaused", "main>addDelayMarkerIfNeeded"} <= calls:
+        return None
+    if not {"HEXISTS|paused", "HGET|opts.maxLenEvents"} <= set(lay.get("hash_reads", ())):
+        return None
+    zadds = set(lay.get("zadds", ()))
+    markers = [z for z in zadds if z.startswith("markerKey|nextTimestamp|")]
+    if "delayedKey|score|jobId" not in zadds or markers not in (['markerKey|nextTimestamp|"0"'],
+                                                               ['markerKey|nextTimestamp|"1"']):
+        return None
+    if not _writes_events(lay, _MTD_EVENTS) or "HSET|delay|?" not in lay.get("hash_writes", ()):
+        return None
+    if lay.get("hincrbys") != ['jobKey|"atm"|1']:
+        return None
+    return MtdVariant(None, None, False, False, True, True, set_max, markers[0][-2:-1].encode())
+
+
 def _delay(ctx: Ctx, job_key: bytes, job_id: bytes, skip: bytes, delay_raw: bytes, meta_key: bytes,
-           max_events: bytes | None, delayed_key: bytes, score: int) -> bytes:
+           max_events: bytes | None, delayed_key: bytes, score: int, set_max: bool = True) -> bytes:
     """The attempt counted (unless skipped), the job's delay, getOrSetMaxEvents (meta read by the caller, not
-    written since) and the ZADD to delayed. Returns maxLenEvents."""
+    written since; without ``set_max`` (5.0.0) the HGET alone, 10000 when absent) and the ZADD to delayed.
+    Returns maxLenEvents."""
     if skip == b"0":
         ctx.call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
     ctx.call(HSET, [b"HSET", job_key, b"delay", delay_raw])
-    max_events = _get_or_set_max_events(ctx, meta_key, max_events)
+    if set_max:
+        max_events = _get_or_set_max_events(ctx, meta_key, max_events)
+    else:
+        ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+        max_events = max_events or b"10000"
     ctx.call(ZADD, [b"ZADD", delayed_key, b"%d" % score, job_id])
     return max_events
 
@@ -167,7 +212,7 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mtd
     """KEYS: marker active prioritized delayed job events meta stalled [wait limiter [paused] pc];
     ARGV: prefix timestamp jobId token delay skipAttempt [fields] [fetchNext opts]."""
     if variant.caller_score:
-        return _move_to_delayed_scored(ctx, keys, argv)
+        return _move_to_delayed_scored(ctx, keys, argv, variant)
     if len(argv) < 6 or len(set(keys)) != len(keys):
         raise Bail("args")
     prefix, ts, job_id, token, delay_raw, skip = argv[:6]
@@ -252,14 +297,16 @@ def move_to_delayed(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mtd
 
 
 
-def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
-    """npm 5.5-5.7: KEYS marker active prioritized delayed job events meta stalled; ARGV prefix timestamp score
-    jobId token delay skipAttempt. The job goes to the delayed zset at the caller's score (its event's delay:
-    score / 4096, a Lua number); the delay marker unless the queue is paused."""
-    if len(argv) < 7 or len(keys) != 8 or len(set(keys)) != 8:
+def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtdVariant) -> Any:
+    """npm 5.0-5.7: KEYS marker active prioritized delayed job events meta [stalled]; ARGV prefix timestamp
+    score jobId token delay skipAttempt. The job goes to the delayed zset at the caller's score (its event's
+    delay: score / 4096, a Lua number); the delay marker unless the queue is paused."""
+    nk = 7 if variant.old_lock else 8
+    if len(argv) < 7 or len(keys) != nk or len(set(keys)) != nk:
         raise Bail("args")
     score_raw, job_id, token, delay_raw, skip = argv[2:7]
-    marker_key, active_key, _prio_key, delayed_key, job_key, events_key, meta_key, stalled_key = keys
+    marker_key, active_key, _prio_key, delayed_key, job_key, events_key, meta_key = keys[:7]
+    stalled_key = keys[7] if nk == 8 else b""
     if job_key + b":lock" in keys:
         raise Bail("key clash")
     if not (score_raw.isdigit() and len(score_raw) <= 16 and int(score_raw) < _EXACT):
@@ -271,10 +318,13 @@ def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> A
     lock = 0
     if job is not None:
         lock = _lock_state(db, job_key, token)
+        if variant.old_lock and lock == -6:
+            lock = -2  # (before 5.5: -2 for another token's lock too)
     if job is not None and lock >= 0:
         if skip == b"0" and not _counter_ok(job.get(b"atm")):
             raise Bail("atm")
-        _check(db, stalled_key, Set)
+        if not variant.old_lock:
+            _check(db, stalled_key, Set)
         active = _check(db, active_key, List)
         if active is None or active.find(job_id, True) < 0:
             raise Bail("not active")  # -3 comes after the lock is gone: Lua
@@ -290,13 +340,36 @@ def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> A
         _check_stream(db, events_key)
         _check(db, marker_key, ZSet)
     # ---- the script's calls
-    n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, None, active_key)
+    call = ctx.call
+    if variant.old_lock:
+        n = _leave_active_old(ctx, job_key, job is not None, lock, token)
+        if n == 0:
+            call(LREM, [b"LREM", active_key, b"-1", job_id])
+    else:
+        n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, None, active_key)
     if n < 0:
         return n  # (-1, -2, -6; the job is in active: checked)
-    max_events = _delay(ctx, job_key, job_id, skip, delay_raw, meta_key, max_events, delayed_key, score)
+    max_events = _delay(ctx, job_key, job_id, skip, delay_raw, meta_key, max_events, delayed_key, score,
+                        variant.set_max)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"delayed", b"jobId", job_id,
                      b"delay", format_number_arg(score / 0x1000)])
     ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])  # (meta read above; nothing wrote "paused")
     if meta is None or meta.get(b"paused") is None:
-        _add_delay_marker(ctx, marker_key, delayed_key)
+        _add_delay_marker(ctx, marker_key, delayed_key, variant.member)
+    return 0
+
+
+def _leave_active_old(ctx: Ctx, job_key: bytes, exists: bool, lock: int, token: bytes) -> int:
+    """npm 5.0-5.4's opening: EXISTS job (-1), then unless the token is "0" GET the lock and DEL it when it is
+    the token's (no stalled set), -2 otherwise."""
+    ctx.inline(EXISTS, [b"EXISTS", job_key])
+    if not exists:
+        return -1
+    if token == b"0":
+        return 0
+    lock_key = job_key + b":lock"
+    ctx.inline(GET, [b"GET", lock_key])
+    if lock < 0:
+        return -2
+    ctx.call(DEL, [b"DEL", lock_key])
     return 0

@@ -19,6 +19,7 @@ from .helpers import (
     HEXISTS,
     HGET,
     HINCRBY,
+    LREM,
     QUEUE_V6,
     ZRANGEBYSCORE,
     QueueVariant,
@@ -40,6 +41,7 @@ from .helpers import (
     _zadd_marker,
     _zadd_prioritized,
 )
+from .move_to_delayed import _leave_active_old
 
 _PUSH = {b"LPUSH": cmd("lpush"), b"RPUSH": cmd("rpush")}
 
@@ -76,6 +78,18 @@ class RetryVariant(NamedTuple):
     recheck: bool = True
     bound_below: bool = True
     band: bool = False
+    lrem_all: bool = False
+    old_lock: bool = False
+    set_max: bool = True
+
+
+#: npm 5.0-5.6's main code: the first read's target, LREM ... 0 (every occurrence, no -3) and a plain push
+#: without the marker (``rcall(ARGV[3], target, ARGV[4])``); the lock GET and DEL inline before 5.5 (no
+#: stalled key, -2 for another token too), the events' max length read without a default written in 5.0.0
+_RJ_MAIN_OLD = ["getTargetQueueList", "promoteDelayedJobs", "EXISTS", "removeLock", "LREM", "HGET",
+                "addJobWithPriority", "HINCRBY", "getOrSetMaxEvents", "XADD"]
+_RJ_LREM_ALL = ["KEYS[1]|0|ARGV[4]"]
+_RJ_PUSH_ARGV = "ARGV[3]|target|ARGV[4]"
 
 
 RETRY_V6 = RetryVariant(QUEUE_V6, b"active")
@@ -86,7 +100,9 @@ def _accept_rj(numkeys: int, lay: dict[str, Any]) -> Any:
     update, and the main code's calls in one of the orders :func:`_rj_main` gives; the first read of the
     queue's state, the event's "prev", the second read, the promotion bound and the priority score's form
     as variants (:class:`RetryVariant`)."""
-    if numkeys != 11 or lay.get("keys") != _RJ_KEYS:
+    if lay.get("lrems") == _RJ_LREM_ALL:
+        return _accept_rj_old(numkeys, lay)
+    if numkeys != 11 or lay.get("keys") != _RJ_KEYS or lay.get("lrems") != ["KEYS[1]|-1|ARGV[4]"]:
         return None
     argv = lay.get("argv")
     calls = set(lay.get("calls", ()))
@@ -130,11 +146,49 @@ def _accept_rj(numkeys: int, lay: dict[str, Any]) -> Any:
     return True if v == RETRY_V6 else v
 
 
+def _accept_rj_old(numkeys: int, lay: dict[str, Any]) -> RetryVariant | None:
+    """npm 5.0-5.6 (recorded facts: ``lrems`` LREM active 0, ``dyn_calls`` the caller's push command, the
+    main code's order): 11 keys with removeLock (5.5-5.6), or 10 keys without the stalled set, the lock's GET
+    and DEL inline (5.0-5.4); getOrSetMaxEvents, or (5.0.0) HGET meta opts.maxLenEvents alone."""
+    if lay.get("argv") != _RJ_ARGV[:5] or _RJ_PUSH_ARGV not in lay.get("dyn_calls", ()):
+        return None
+    main, calls = lay.get("main"), set(lay.get("calls", ()))
+    if numkeys == 11 and lay.get("keys") == _RJ_KEYS:
+        old_lock = False
+        want = _RJ_MAIN_OLD
+    elif numkeys == 10 and lay.get("keys") == _RJ_KEYS[:10]:
+        old_lock = True
+        want = _RJ_MAIN_OLD[:3] + ["GET", "DEL"] + _RJ_MAIN_OLD[4:]
+        if lay.get("dels") != ["lockKey"] or "main>removeLock" in calls:
+            return None
+    else:
+        return None
+    set_max = "main>getOrSetMaxEvents" in calls
+    if not set_max:
+        want = want[:-2] + ["HGET", "XADD"]  # (5.0.0: ``HGET ... or 10000``)
+    if main != want or "main>addJobInTargetList" in calls:
+        return None
+    if set_max != ("HSET|opts.maxLenEvents|?" in lay.get("hash_writes", ())):
+        return None
+    if not {"main>getTargetQueueList", "main>promoteDelayedJobs", "main>addJobWithPriority"} <= calls:
+        return None
+    reads = lay.get("hash_reads", ())
+    if "HEXISTS|paused" not in reads or any(r.startswith("HMGET|paused") for r in reads):
+        return None
+    if "event|waiting|jobId|?|prev|failed" not in lay.get("events", ()):
+        return None
+    if lay.get("score_ranges") != [_BOUND_AT] or _score_band(lay) is not True:
+        return None
+    if "HINCRBY" not in main or lay.get("hincrbys") != ['KEYS[4]|"atm"|1']:
+        return None
+    return RetryVariant(QueueVariant((), True), b"failed", False, False, False, True, True, old_lock, set_max)
+
+
 @native("retryJob", _accept_rj)
 def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVariant = RETRY_V6) -> Any:
     """KEYS: active wait paused job meta events delayed prioritized pc marker stalled;
     ARGV: prefix timestamp pushCmd jobId token [fields]."""
-    if len(argv) < 5 or len(set(keys)) != 11:
+    if len(argv) < 5 or len(keys) != (10 if variant.old_lock else 11) or len(set(keys)) != len(keys):
         raise Bail("args")
     prefix, ts, push_cmd, job_id, token = argv[:5]
     fields = _job_fields(argv[5] if len(argv) > 5 and variant.fields else None)
@@ -143,8 +197,9 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         raise Bail("push command")
     if not (len(ts) <= 16 and ts.isdigit()) and not _NUM_RE.match(ts):
         raise Bail("timestamp")
-    active_key, wait_key, paused_key, job_key, meta_key, events_key, delayed_key, prio_key, pc_key, marker_key, \
-        stalled_key = keys
+    active_key, wait_key, paused_key, job_key, meta_key, events_key, delayed_key, prio_key, pc_key, marker_key = \
+        keys[:10]
+    stalled_key = keys[10] if len(keys) > 10 else b""
     if job_key + b":lock" in keys:
         raise Bail("key clash")
     db = ctx.db
@@ -158,13 +213,16 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
     lock = 0
     if job is not None:
         lock = _lock_state(db, job_key, token)
+        if variant.old_lock and lock == -6:
+            lock = -2  # (before 5.5: -2 for another token's lock too)
     if job is not None and lock >= 0:
         if fields is not None and {b"atm", b"priority"} & set(fields[::2]):
             raise Bail("atm or priority in fields")
         if not _counter_ok(job.get(b"atm")):
             raise Bail("atm")
         priority = _job_priority(job.get(b"priority"))
-        _check(db, stalled_key, Set)
+        if not variant.old_lock:
+            _check(db, stalled_key, Set)
         if priority:
             _check(db, prio_key, ZSet)
             _check_pc(db, pc_key, variant.band)  # (bit.band's 32 bits: below 2**31 - 1)
@@ -185,9 +243,17 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         target = paused_key if first_pom else wait_key
     # promoteDelayedJobs: nothing due (checked above)
     call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0", b"1000"])
-    n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields, active_key)
-    if n < 1:
-        return n if n < 0 else -3
+    if variant.old_lock:
+        n = _leave_active_old(ctx, job_key, job is not None, lock, token)
+    else:
+        n = _leave_active(ctx, job_key, job_id, job is not None, lock, token, stalled_key, fields,
+                          None if variant.lrem_all else active_key)
+    if n < 0:
+        return n
+    if variant.lrem_all:
+        call(LREM, [b"LREM", active_key, b"0", job_id])  # (every occurrence; no -3: pushed back regardless)
+    elif n < 1:
+        return -3
     ctx.inline(HGET, [b"HGET", job_key, b"priority"])  # (read above; the fields written hold no priority)
     if variant.recheck:
         _t, paused_or_maxed = _target_queue(ctx, QUEUE_V6, meta_key, limit, active_key, wait_key, paused_key)
@@ -195,13 +261,19 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
         paused_or_maxed = first_pom
     if priority == 0:
         call(push, [push_cmd, target, job_id])
+        if not paused_or_maxed and not variant.lrem_all:  # (5.0-5.6: no marker for a plain push)
+            _zadd_marker(ctx, marker_key)
     else:
         _zadd_prioritized(ctx, prio_key, pc_key, priority, job_id)
-    if not paused_or_maxed:
-        _zadd_marker(ctx, marker_key)
+        if not paused_or_maxed:
+            _zadd_marker(ctx, marker_key)
     call(HINCRBY, [b"HINCRBY", job_key, b"atm", b"1"])
     # getOrSetMaxEvents (meta read above; nothing wrote it since)
-    max_events = _get_or_set_max_events(ctx, meta_key, max_events)
+    if variant.set_max:
+        max_events = _get_or_set_max_events(ctx, meta_key, max_events)
+    else:  # 5.0.0: HGET meta opts.maxLenEvents or 10000
+        ctx.inline(HGET, [b"HGET", meta_key, b"opts.maxLenEvents"])
+        max_events = max_events or b"10000"
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id,
                      b"prev", variant.prev])
     return 0

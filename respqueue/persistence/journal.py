@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..resp import RedisError
 from ..stats import LATENCY_BOUNDS_S, SIZE_BOUNDS, Histogram
-from ..types.hash import ColdHash, Hash, pack_small
+from ..types.hash import ColdHash
+from .codec import KEY_DEL as _KEY_DEL
+from .codec import KEY_UPSERT as _KEY_UPSERT
 from .codec import (
-    COMPACT_MAX_BYTES,
-    COMPACT_MAX_FIELDS,
     LIST_COMPACT_MAX,
     SCHUNK_UPSERT,
     TYPE_NAME,
@@ -37,8 +37,6 @@ from .codec import (
     string_chunk_rows,
     string_range_rows,
 )
-from .codec import KEY_DEL as _KEY_DEL
-from .codec import KEY_UPSERT as _KEY_UPSERT
 from .store import ALL_TABLES, STRING_CHUNK, Store
 
 if TYPE_CHECKING:
@@ -526,25 +524,6 @@ class Journal:
                 continue
             if sw:
                 sw.pop(k, None)
-            if type(v) is Hash and v._jlog is None:
-                # the common case (a BullMQ job): a small hash without a change log, of which the store holds no
-                # element rows, is one row; hash_blob and detach inlined (the general path below does the same)
-                old = stored.get(k)
-                if old is None:
-                    blob = v._blob
-                    if blob is None:
-                        d = v.d
-                        ht = v.ht
-                        if not ht or len(d) <= COMPACT_MAX_FIELDS:
-                            blob = pack_small(ht, d)
-                            if ht and len(blob) > COMPACT_MAX_BYTES:
-                                blob = None
-                    if blob is not None:
-                        v._jkey = None
-                        kup.append((dbi, key, "hash", exp, ver, blob))
-                        if cold is not None and v._blob is None:
-                            cold[v] = (blob, k)  # may go cold: packed as this blob (coldhash.py)
-                        continue
             if type(v) is ColdHash:
                 # a cold hash whose key changed without its fields (EXPIRE, PERSIST, MOVE...): its blob is its row
                 old = stored.pop(k, None)
