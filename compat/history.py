@@ -332,8 +332,17 @@ class HistoryCapture:
         if i:
             jid = key[i:]
             qk = key[:i] if dbi == 0 else (dbi, key[:i])
-            for cache in (self._cur, self._old):  # (a job may be in both: each holds its object)
-                q = cache.get(qk)
+            # (a job may be in both generations: each holds its object)
+            q = self._cur.get(qk)
+            if q is not None:
+                e = q.get(jid)
+                if e is not None:
+                    if e is old:
+                        q[jid] = new
+                    elif type(e) is _Job and e.h is old:
+                        e.h = new
+            if self._old:
+                q = self._old.get(qk)
                 if q is not None:
                     e = q.get(jid)
                     if e is not None:
@@ -497,8 +506,9 @@ class HistoryCapture:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][u[1]] = _active(u[2], u[3], u[4], u[5], u[6].get(b"pb"))
-        q = self._cur.get(qk)  # (self._get, inlined: this runs for every event)
-        cached = q.get(jid) if q is not None else None
+        qc = self._cur.get(qk)  # (self._get, inlined: this runs for every event)
+        cached = qc.get(jid) if qc is not None else None
+        incur = cached is not None  # (in the current generation, ``qc``: updated there in place below)
         if cached is None and self._old:
             q = self._old.get(qk)
             if q is not None:
@@ -535,7 +545,10 @@ class HistoryCapture:
                 atm = 0
             if h is not None:
                 if j is None or j.h is not h:
-                    self._put(qk, jid, _Job(h, atm))
+                    if incur:
+                        qc[jid] = _Job(h, atm)  # type: ignore[index]  # (its slot: no new entry, no eviction)
+                    else:
+                        self._put(qk, jid, _Job(h, atm))
                 else:
                     j.atm = atm
                 # its worker (pb) is set after the XADD: the event is written at the job's next event or
@@ -563,7 +576,18 @@ class HistoryCapture:
             self._final(ch, jq, nj, aj, ev, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
-            if cached is not None:
+            if incur:  # (self._drop, inlined for an entry found in the current generation)
+                del qc[jid]  # type: ignore[index]
+                self._ncur -= 1
+                if not qc:
+                    del self._cur[qk]
+                if self._old:
+                    q = self._old.get(qk)
+                    if q is not None:
+                        q.pop(jid, None)
+                        if not q:
+                            del self._old[qk]
+            elif cached is not None:
                 self._drop(qk, jid)
             return
         if ev == b"added":

@@ -65,6 +65,7 @@ class ColdHashes:
         # store's form, recoded in the compact one in the background (recode_loaded)
         self._recode: list[list[Any]] = []
         self.recoded = 0
+        self.announced = 0  # compactions that told the hash_swapped subscribers (the hash was held elsewhere too)
 
     def note(self, h: Hash, entry: Any = None) -> None:
         self.cur[h] = entry
@@ -178,10 +179,14 @@ class ColdHashes:
                 cold = ColdHash.of(h.ht, d)
             db = dbs[entry[1][0]]
             key = entry[1][1]
-            if HASH_SWAPPED:
+            # held by: the keyspace, the bucket, tick()'s snapshot pair and loop variable, this frame, the call;
+            # a subscriber is told only when something else holds ``h`` too (it may be the subscriber, who lets
+            # go of it): one that holds nothing of it has nothing to swap (the history's cache no longer holds a
+            # finished job's hash, which most compactions are)
+            if HASH_SWAPPED and _refs(h) > _SOLE_REFS:
+                self.announced += 1
                 for fn in HASH_SWAPPED:
                     fn(db, key, h, cold)
-            # held by: the keyspace, the bucket, tick()'s snapshot pair and loop variable, this frame, the call
             if _refs(h) <= _SOLE_REFS:
                 db.data[key] = cold
                 return True

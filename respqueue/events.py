@@ -16,7 +16,9 @@ Events (name: the subscriber's arguments):
   ``types.hash.ColdHash``, respqueue/coldhash.py) or a cold one used again (``Database.thaw``, back to a
   ``Hash``). Nothing changed for Redis; a subscriber that keeps a reference to the old object (the job
   history's cache of in-flight jobs) swaps it, so it sees later changes and the old object can go.
-  Compaction replaces a hash only when nothing else holds it once the subscribers have run.
+  Compaction replaces a hash only when nothing else holds it once the subscribers have run, and emits the
+  event only when something besides the keyspace holds the old hash (a subscriber that holds no reference
+  to it has nothing to swap): a hash only the keyspace holds goes cold without a call.
 
 Cost: the emitting code tests the event's list (``if STREAM_ADDED:``), one global lookup, when nobody
 subscribes. A subscriber runs on the hot path of every such command: it must be cheap, must not raise and

@@ -364,6 +364,33 @@ def test_cached_job_goes_cold_as_its_blob_and_is_followed_when_thawed(server, db
     c.close()
 
 
+def test_finished_job_goes_cold_without_telling_the_capture(server):
+    """A job the capture no longer holds (it dropped the hash at ``completed``) goes cold without a
+    ``hash_swapped`` call (DEBUG COLD-HASHES' 5th figure counts the compactions that told the subscribers):
+    nothing to swap. A waiting job it holds is still told, and its final record made after the hash is
+    deleted has the fields it had when it went cold."""
+    srv = server("--hash-compact-delay", "50")
+    c = redis.Redis(port=srv.port)
+    c.hset("bull:fin:1", mapping={"name": "done", "timestamp": "1000", "atm": "1", "processedOn": "2000"})
+    c.xadd("bull:fin:events", {"event": "added", "jobId": "1", "name": "done"})
+    c.xadd("bull:fin:events", {"event": "completed", "jobId": "1", "returnvalue": "7"})
+    c.hset("bull:fin:2", mapping={"name": "held", "timestamp": "1000", "atm": "0"})
+    c.xadd("bull:fin:events", {"event": "added", "jobId": "2", "name": "held"})
+    deadline = time.time() + 30
+    while c.execute_command("DEBUG", "PACKED", "bull:fin:1") != 2 or c.execute_command("DEBUG", "PACKED",
+                                                                                        "bull:fin:2") != 2:
+        assert time.time() < deadline, "the job hashes did not go cold as their blobs"
+        time.sleep(0.05)
+    assert c.execute_command("DEBUG", "COLD-HASHES")[4] == 1  # (job 2's alone)
+    c.eval("redis.call('DEL', KEYS[1]); redis.call('XADD', KEYS[2], '*', 'event', 'completed', 'jobId', '2',"
+           " 'returnvalue', '8')", 2, "bull:fin:2", "bull:fin:events")
+    c.save()
+    f = finals_of(srv, "fin")
+    assert (f["1"]["name"], f["1"]["processed_on"]) == ("done", 2000), f
+    assert (f["2"]["name"], f["2"]["timestamp"], f["2"]["state"]) == ("held", 1000, "completed"), f
+    c.close()
+
+
 def test_history_off_writes_nothing(server):
     srv = server(env={"RESPQUEUE_HISTORY": "off"})
     r = redis.Redis(port=srv.port)

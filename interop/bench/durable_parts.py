@@ -1,6 +1,7 @@
 """Where a durable server's CPU per job goes, by part (not a test; issue 13, durable CPU).
 
-    python -m interop.bench.durable_parts [--workload add|process] [--jobs N] [--tap FILE] [--client-dir DIR]
+    python -m interop.bench.durable_parts [--workload add|process] [--jobs N] [--parts W,..] [--tap FILE]
+        [--client-dir DIR]
     python -m interop.bench.durable_parts --replay FILE [--rounds R]
 
 The first form starts this checkout's server (``--durability durable``) with the persistence path's
@@ -9,8 +10,11 @@ functions (the journal's steps, the job-row layout's ``before``/``stamp``, the h
 ``time.thread_time`` counters (the loop thread's own CPU, system time included: py-spy's samples, even
 with ``--gil``, charge a ``send`` or a pipe write whose process the woken client preempted), runs
 interop/bench/bullmq_bench.js once, and prints each part's CPU per job over the driver's timed part, with
-the loop's and the writer's CPU per job (/proc). The wrappers add ~0.5 us per call; the parts nest
+the loop's and the writer's CPU per job (/proc). The parts nest
 (``_done`` holds ``_close``, which holds ``_materialize``, which holds ``before``/``stamp``).
+The wrapper's own cost is measured at start (a wrapped no-op) and printed; the table's "net" column
+takes each part's share of it out, which matters for the parts called several times per job
+(``history.on_event``, ``history.swapped``): time.thread_time is a system call, ~1-2 us a pair here.
 
 ``--tap FILE`` also writes every batch handed to the writer (its frames, as on the pipe) to FILE; the
 second form replays such a file into a fresh store (schema made by a server start) in this process,
@@ -62,12 +66,7 @@ if _OUT:
     _T = {}
     _tt = time.thread_time
 
-    def _wrap(mod, cls, name, label):
-        m = importlib.import_module(mod)
-        c = getattr(m, cls) if cls else m
-        f = getattr(c, name)
-        rec = _T.setdefault(label, [0.0, 0])
-
+    def _make(f, rec):
         def w(*a, **k):
             t0 = _tt()
             try:
@@ -75,10 +74,34 @@ if _OUT:
             finally:
                 rec[0] += _tt() - t0
                 rec[1] += 1
-        setattr(c, name, w)
+        return w
+
+    def _wrap(mod, cls, name, label):
+        m = importlib.import_module(mod)
+        c = getattr(m, cls) if cls else m
+        rec = _T.setdefault(label, [0.0, 0])
+        setattr(c, name, _make(getattr(c, name), rec))
+
+    def _calibrate(n=20000):
+        # the wrapper's own cost per call: what lands inside its part's interval (bias) and what a wrapped
+        # call adds to its caller (full); time.thread_time is a system call (no vDSO), ~1-2 us here
+        rec = [0.0, 0]
+        w = _make(lambda: None, rec)
+        f = lambda: None
+        t0 = _tt()
+        for _ in range(n):
+            f()
+        t1 = _tt()
+        for _ in range(n):
+            w()
+        t2 = _tt()
+        return rec[0] / n, max(0.0, (t2 - t1) - (t1 - t0)) / n
+
+    _CAL = [0.0, 0.0]
 
     def _dump(*_):
         with open(_OUT, "w") as fo:
+            fo.write(f"wrapper\t{_CAL[0]}\t{_CAL[1]}\n")
             for k, (s, n) in _T.items():
                 fo.write(f"{k}\t{s}\t{n}\n")
         for r in _T.values():
@@ -90,6 +113,7 @@ if _OUT:
     _run = _S.run
 
     def run(cfg):
+        _CAL[:] = _calibrate()
         for p in PARTS:
             _wrap(*p)
         if _TAP:
@@ -110,11 +134,12 @@ if _OUT:
 '''
 
 
-def measure(workload: str, jobs: int, tap: str) -> int:
+def measure(workload: str, jobs: int, tap: str, only: str = "") -> int:
     tmp = tempfile.mkdtemp(prefix="durable_parts")
     try:
         with open(os.path.join(tmp, "sitecustomize.py"), "w") as f:
-            f.write(f"PARTS = {PARTS!r}\n" + _SITE)
+            keep = [p for p in PARTS if not only or any(w in p[3] for w in only.split(","))]
+            f.write(f"PARTS = {keep!r}\n" + _SITE)
         out = os.path.join(tmp, "parts.tsv")
         env = dict(os.environ, PYTHONPATH=tmp + os.pathsep + ROOT, DURABLE_PARTS_OUT=out)
         if tap:
@@ -145,11 +170,15 @@ def measure(workload: str, jobs: int, tap: str) -> int:
         k = 1e6 / jobs
         print(f"durable, {workload} {jobs:,} jobs: loop {(c1[0] - c0[0]) * k:.1f} us CPU per job, "
               f"writer process {(c1[1] - c0[1]) * k:.1f}")
-        print("| part | us of loop-thread CPU per job | calls per job |\n|---|---:|---:|")
         with open(out) as f:
-            for line in f:
-                label, s, n = line.rstrip("\n").split("\t")
-                print(f"| {label} | {float(s) * k:.1f} | {int(n) / jobs:.2f} |")
+            rows = [line.rstrip("\n").split("\t") for line in f]
+        bias, full = float(rows[0][1]), float(rows[0][2])
+        print(f"wrapper per call: {bias * 1e6:.2f} us inside its own part, {full * 1e6:.2f} us added to its caller; "
+              "'net' is the part less its own wrapper's share (calls x inside), for a part that holds no wrapped one")
+        print("| part | us of loop-thread CPU per job | net of wrapper | calls per job |\n|---|---:|---:|---:|")
+        for label, s, n in rows[1:]:
+            c = int(n) / jobs
+            print(f"| {label} | {float(s) * k:.1f} | {float(s) * k - c * bias * 1e6:.1f} | {c:.2f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
@@ -205,13 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tap", default="", help="also write the batches handed to the writer to this file")
     ap.add_argument("--replay", default="", help="replay a --tap file into a fresh store instead")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--parts", default="",
+                    help="wrap only the parts whose label holds one of these comma-separated words (e.g. layout,"
+                         "journal: leaves the per-event parts unwrapped, to see the wrappers' cost in the loop's CPU)")
     ap.add_argument("--client-dir", default=CLIENT_DIR[0],
                     help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x)")
     a = ap.parse_args(argv)
     CLIENT_DIR[0] = os.path.abspath(a.client_dir)
     if a.replay:
         return replay(a.replay, a.rounds)
-    return measure(a.workload, a.jobs, a.tap)
+    return measure(a.workload, a.jobs, a.tap, a.parts)
 
 
 if __name__ == "__main__":

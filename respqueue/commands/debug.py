@@ -130,7 +130,8 @@ def debug(c: Any, argv: list[bytes]) -> Any:
             "COLD-HASHES [COMPACT]",
             "    (respqueue) Cold-hash compaction: hashes packed so far, hashes noted and not yet due",
             "    (and loaded ones not yet recoded), the delay in ms, loaded hashes recoded in the compact",
-            "    form. COMPACT packs every noted hash now.",
+            "    form, compactions that told the hash_swapped subscribers (the hash was held elsewhere too).",
+            "    COMPACT packs every noted hash now.",
             "HELP",
             "    Prints this help.",
         ])
@@ -169,10 +170,10 @@ def debug(c: Any, argv: list[bytes]) -> Any:
     if sub == b"cold-hashes" and (n == 2 or (n == 3 and argv[2].lower() == b"compact")):
         ch = server.cold_hashes
         if ch is None:
-            return [0, 0, 0, 0]
+            return [0, 0, 0, 0, 0]
         if n == 3:
             ch.compact_all()
-        return [ch.compacted, ch.pending(), ch.delay_ms, ch.recoded]
+        return [ch.compacted, ch.pending(), ch.delay_ms, ch.recoded, ch.announced]
     raise RedisError(
         b"ERR unknown subcommand or wrong number of arguments for '" + argv[1][:128] + b"'. Try DEBUG HELP."
     )
