@@ -332,17 +332,8 @@ class HistoryCapture:
         if i:
             jid = key[i:]
             qk = key[:i] if dbi == 0 else (dbi, key[:i])
-            # (a job may be in both generations: each holds its object)
-            q = self._cur.get(qk)
-            if q is not None:
-                e = q.get(jid)
-                if e is not None:
-                    if e is old:
-                        q[jid] = new
-                    elif type(e) is _Job and e.h is old:
-                        e.h = new
-            if self._old:
-                q = self._old.get(qk)
+            for gen in (self._cur, self._old):  # a job may be in both generations: each holds its object
+                q = gen.get(qk) if gen else None
                 if q is not None:
                     e = q.get(jid)
                     if e is not None:
