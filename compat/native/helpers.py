@@ -478,15 +478,16 @@ def _counter_ok(v: bytes | None) -> bool:
     return n is not None and n < _INT64_MAX
 
 
-def _lock_state(db: Any, job_key: bytes, token: bytes) -> int:
+def _lock_state(db: Any, job_key: bytes, token: bytes, old_lock: bool = False) -> int:
     """removeLock's outcome, read before any write: 0 (no lock to remove: token "0"), 1 (the lock holds
-    ``token``: DEL it, SREM the stalled set), -2 (no lock) or -6 (another token)."""
+    ``token``: DEL it, SREM the stalled set), -2 (no lock) or -6 (another token; ``old_lock``, the lock
+    handled inline before 5.5: -2 for another token's lock too)."""
     if token == b"0":
         return 0
     lock = _check(db, job_key + b":lock", bytes)
     if lock is None:
         return -2
-    return 1 if lock == token else -6
+    return 1 if lock == token else -2 if old_lock else -6
 
 
 def _remove_lock(ctx: Ctx, job_key: bytes, stalled_key: bytes, token: bytes, job_id: bytes, state: int) -> int:

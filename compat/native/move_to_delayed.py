@@ -317,9 +317,7 @@ def _move_to_delayed_scored(ctx: Ctx, keys: list[bytes], argv: list[bytes], vari
     job = _check(db, job_key, Hash)
     lock = 0
     if job is not None:
-        lock = _lock_state(db, job_key, token)
-        if variant.old_lock and lock == -6:
-            lock = -2  # (before 5.5: -2 for another token's lock too)
+        lock = _lock_state(db, job_key, token, variant.old_lock)
     if job is not None and lock >= 0:
         if skip == b"0" and not _counter_ok(job.get(b"atm")):
             raise Bail("atm")

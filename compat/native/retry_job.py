@@ -212,9 +212,7 @@ def retry_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: RetryVari
     job = _check(db, job_key, Hash)
     lock = 0
     if job is not None:
-        lock = _lock_state(db, job_key, token)
-        if variant.old_lock and lock == -6:
-            lock = -2  # (before 5.5: -2 for another token's lock too)
+        lock = _lock_state(db, job_key, token, variant.old_lock)
     if job is not None and lock >= 0:
         if fields is not None and {b"atm", b"priority"} & set(fields[::2]):
             raise Bail("atm or priority in fields")
