@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import ROOT, RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
+from .servers import ROOT, RawConn, ServerProcess, compile_sources, redis_server_path, start_redis, start_respqueue
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    compile_sources()
 
 
 @pytest.fixture(scope="session")
