@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
@@ -29,22 +30,55 @@ SCENARIOS = [
 ]
 
 
-def run_scenario(name: str, port: int, client: str) -> dict:
-    p = subprocess.run(
-        ["node", os.path.join("bullmq", "run.js"), name, str(port), client],
-        cwd=INTEROP, capture_output=True, text=True, timeout=120,
-    )
-    try:
-        out = json.loads(p.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"scenario {name} printed no JSON (exit {p.returncode}): {p.stdout[-2000:]} {p.stderr[-2000:]}") from None
-    assert "error" not in out, out["error"]
-    return out
+class Runner:
+    """Runs a scenario against each server in turn in one fresh ``node run.js -`` process per test (one per
+    run before: loading BullMQ and the clients is most of a short scenario's CPU time). The process for the
+    next test of the same client is started while this one runs, and reads its scenario from stdin."""
+
+    def __init__(self) -> None:
+        self.ready: dict[str, subprocess.Popen[str]] = {}
+
+    @staticmethod
+    def _spawn(client: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(["node", os.path.join("bullmq", "run.js"), "-", client], cwd=INTEROP, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def run(self, name: str, client: str, *ports: int) -> list[dict]:
+        """The scenario's outcome on each port, in order."""
+        p = self.ready.pop(client, None) or self._spawn(client)
+        self.ready[client] = self._spawn(client)
+        try:
+            stdout, stderr = p.communicate(f"{name} {' '.join(map(str, ports))}\n", timeout=110)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+            raise AssertionError(f"scenario {name} ran past 110 s: {stdout[-2000:]} {stderr[-2000:]}") from None
+        outs = []
+        for port, line in zip(ports, [*stdout.splitlines(), "", ""], strict=False):
+            try:
+                out = json.loads(line)
+            except json.JSONDecodeError:
+                raise AssertionError(f"scenario {name} printed no JSON for port {port} (exit {p.returncode}): "
+                                     f"{stdout[-2000:]} {stderr[-2000:]}") from None
+            assert "error" not in out, out["error"]
+            outs.append(out)
+        return outs
+
+    def close(self) -> None:
+        for p in self.ready.values():
+            p.kill()
+            p.communicate()
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[Runner]:
+    r = Runner()
+    yield r
+    r.close()
 
 
 @pytest.mark.parametrize("client", ["ioredis", "node-redis"])
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_bullmq_scenario_same_outcome(scenario, client, rq_server, redis_ref):
-    theirs = run_scenario(scenario, redis_ref.port, client)
-    ours = run_scenario(scenario, rq_server.port, client)
+def test_bullmq_scenario_same_outcome(scenario, client, rq_server, redis_ref, runner):
+    theirs, ours = runner.run(scenario, client, redis_ref.port, rq_server.port)
     assert ours == theirs
