@@ -8,18 +8,29 @@ are read from the installed clients at test time (none is stored in the reposito
 there: the same scenarios for each release's own text.
 """
 
+# ruff: noqa: F811  (the pair fixture, imported, is the tests' argument name)
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import msgpack
 import pytest
 import redis
 
-from .servers import ServerProcess, start_respqueue
-from .test_native_scripts import FAMILIES, Pair, Q, _monitored, assert_restarts_same, dump, native_log_count, sha
+from .servers import start_respqueue
+from .test_native_scripts import (
+    FAMILIES,
+    Pair,
+    Q,
+    _monitored,
+    assert_restarts_same,
+    dump,
+    native_log_count,
+    pair,  # noqa: F401  (fixture: the Lua-only and the native server, as test_native_scripts' own)
+    servers,  # noqa: F401  (fixture)
+    sha,
+)
 
 SMALL = ("extendLock", "extendLocks", "isFinished", "getCounts", "changePriority")
 
@@ -63,24 +74,6 @@ def test_which_digests_run_natively() -> None:
     lua = sorted((v[0], v[1], v[2]) for k, v in SCRIPTS.items() if v[0] in SMALL and k.decode() not in nat)
     assert lua == [], lua
     assert len([k for k in nat if nat[k] in SMALL]) == 16
-
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    lua = start_respqueue("--durability", "memory", "--native-scripts", "off", "--log-level", "debug")
-    nat = start_respqueue("--durability", "memory", "--native-scripts", "on", "--log-level", "debug")
-    yield lua, nat
-    lua.stop()
-    nat.stop()
-
-
-@pytest.fixture
-def pair(servers: tuple[ServerProcess, ServerProcess]) -> Iterator[Pair]:
-    p = Pair(*servers)
-    p.flush()
-    p.both("SCRIPT", "FLUSH")
-    yield p
-    p.close()
 
 
 def _ran(pair: Pair, name: str) -> int:
