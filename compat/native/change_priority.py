@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from respqueue.numbers import str2int
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
 
@@ -44,6 +43,7 @@ from .helpers import (
     ZADD,
     _check,
     _check_meta,
+    _check_pc,
     _hset,
     _zadd_marker,
 )
@@ -176,11 +176,7 @@ def change_priority(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Pri
     if variant.paused_target:
         _check(db, paused_key, List)
     if variant.old or (priority and not lifo):
-        pc = _check(db, pc_key, bytes)
-        if pc is not None:
-            n = str2int(pc)
-            if n is None or not 0 <= n < (0x7FFFFFFF if variant.band else 0xFFFFFFFF):
-                raise Bail("priority counter")
+        _check_pc(db, pc_key, variant.band)
     # the script
     # EXISTS and HMGET meta: answered by the checks
     ctx.inline(EXISTS, [b"EXISTS", job_key])
