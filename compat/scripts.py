@@ -383,13 +383,13 @@ def open_run(rt: Any, c: Any, argv: list[bytes]) -> Any:
 class NativeRun:
     """The runner of a run of EVALSHAs of one native digest (``respqueue.dispatch.register_run``): each
     request gets what EVALSHA gives (:func:`run`, or the Lua path when it falls back), without the
-    per-request routing. A script with a run form (:func:`bulk`: addStandardJob) runs its requests through
+    per-request routing. A script with a run form (:func:`bulk`: addStandardJob, moveToFinished) runs its requests through
     it: the checks and lookups that the requests for the same keys share are made once, while nothing else
     runs; a request it does not take (a parent, deduplication, a duplicated id...) runs as a single script,
     after which the run form opens afresh. The run form's inline commands are counted at ``close`` (once
     per run, as :func:`run` counts a script's once per script)."""
 
-    __slots__ = ("rt", "sha", "ent", "opener", "state", "ctx", "no_bulk")
+    __slots__ = ("rt", "sha", "ent", "opener", "state", "ctx", "no_bulk", "missed", "max_misses")
 
     def __init__(self, rt: Any, sha: bytes, ent: tuple[NativeFn, bytes, int, str, Any]) -> None:
         self.rt = rt
@@ -399,10 +399,15 @@ class NativeRun:
         self.state: Any = None
         self.ctx: Ctx | None = None
         self.no_bulk: list[bytes] | None = None  # keys the run form refused (until a single script ran)
+        # requests in a row left to the single path after which the run form is given up for the rest of the
+        # run (an opener's ``max_misses``: moveToFinished's keys differ per request, so ``no_bulk`` cannot tell
+        # a queue the run form keeps refusing; None: no limit)
+        self.max_misses: int | None = getattr(self.opener, "max_misses", None)
+        self.missed = 0
 
     def __call__(self, c: Any, argv: list[bytes]) -> Any:
         ent = self.ent
-        if self.opener is None:  # no run form (moveToFinished...): each request as EVALSHA runs it
+        if self.opener is None:  # no run form (moveToActive...): each request as EVALSHA runs it
             r = _run(self.rt, c, argv, self.sha, ent)
             if r is FALLBACK:
                 return self.rt.eval(c, argv, by_sha=True, ro=False)
@@ -411,16 +416,20 @@ class NativeRun:
             nk = ent[2]
             keys = argv[3 : 3 + nk]
             st = self.state
-            if st is None or st.keys != keys:
+            if st is None or not st.fits(keys):
                 st = self._open(c, keys)
             if st is not None:
                 prev_frozen = keyspace._frozen_ms
                 if prev_frozen is None:
                     keyspace._frozen_ms = int(time.time() * 1000)  # as run() does for each script
                 try:
-                    return st.add(self.ctx, argv[3 + nk :])
+                    r = st.add(self.ctx, keys, argv[3 + nk :])
+                    if self.missed:
+                        self.missed = 0
+                    return r
                 except Bail as e:
                     log.debug("native %s, run: a single script (%s)", ent[3], e)
+                    self._missed()
                 finally:
                     if prev_frozen is None:
                         keyspace._frozen_ms = None
@@ -442,7 +451,16 @@ class NativeRun:
         except Bail as e:
             log.debug("native %s, run: no run form for these keys (%s)", self.ent[3], e)
             self.no_bulk = keys
+            self._missed()
         return self.state
+
+    def _missed(self) -> None:
+        """A request the run form did not take: counted against the opener's ``max_misses``."""
+        m = self.max_misses
+        if m is not None:
+            self.missed += 1
+            if self.missed >= m:
+                self.opener = None  # each later request of the run: as EVALSHA runs it
 
     def _single(self, c: Any, argv: list[bytes]) -> Any:
         """One request as EVALSHA runs it (native, or Lua when that falls back); the run form then opens afresh."""

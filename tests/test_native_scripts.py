@@ -801,6 +801,161 @@ def test_add_pipeline_runs(pair: Pair) -> None:
         b.close()
 
 
+def _on_queue(q: bytes, keys: list[bytes], argv: list[Any]) -> tuple[list[bytes], list[Any]]:
+    """finish_args' keys and ARGV for queue prefix ``q`` instead of Q."""
+    argv = list(argv)
+    argv[6] = q
+    return [q + k[len(Q):] for k in keys], argv
+
+
+def _fill_active(pair: Pair, q: bytes, jobs: int, active: int) -> list[bytes]:
+    """``jobs`` jobs added to queue ``q`` (maxLenEvents 40), the first ``active`` of them moved to active (token
+    tok-1); their ids."""
+    add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]
+    keys = [q + k[len(Q):] for k in ADD_KEYS]
+    for i in range(jobs):
+        pair.script(add, keys, add_args(name=f"j{i}", prefix=q))
+    pair.both("HSET", q + b"meta", "opts.maxLenEvents", "40")
+    argv = mta_args()
+    argv[0] = q
+    return [pair.script(mta, [q + k[len(Q):] for k in MTA_KEYS], argv)[1] for _ in range(active)]
+
+
+@needs_node
+def test_finish_pipeline_runs(pair: Pair) -> None:
+    """A pipeline of moveToFinished EVALSHAs (a Worker finishing jobs, each fetching the next) is a run on the
+    native server (compat/scripts.NativeRun, move_to_finished.MtfRun: the queue's keys checked once per
+    run): replies, keyspace and INFO commandstats are the Lua server's, with requests in the middle that
+    the native path leaves to Lua (metrics, a job no longer active) or answers early (a wrong lock, a
+    missing job), failed and removed jobs, no fetch, a worker name, two queues alternating in one read (the
+    second at its concurrency limit), a queue whose meta lacks maxLenEvents (the run form refuses it until a
+    single script writes it), and
+    clients blocked on the completed set and on the marker served between two requests of the run."""
+    import threading
+    import time
+
+    fin = NODE["moveToFinished-14"]
+    for b in (fin, NODE["addStandardJob-9"], NODE["moveToActive-11"]):
+        pair.load(b)
+    nat = pair.nat_srv
+    ids = _fill_active(pair, Q, 90, 30)
+    ids2 = _fill_active(pair, Q2, 40, 12)
+    pair.both("HDEL", Q2 + b"meta", "opts.maxLenEvents")  # Q2: the first finish (a single script) sets it
+    pair.both("HSET", Q2 + b"meta", "concurrency", "2")  # Q2's fetches find it maxed (Q's do not)
+    pair.compare()
+    pair.both("CONFIG", "RESETSTAT")
+    ran = native_log_count(nat, "native moveToFinished: ran in a run")
+    # WATCH sees the run's inline writes (Database.modified) as it sees the Lua path's
+    watched = [b"events", b"wait", b"active", b"completed", b"stalled"]
+    watchers = []
+    for r in (pair.lua, pair.nat):
+        for k in watched:
+            w = redis.Redis(port=r.connection_pool.connection_kwargs["port"]).pipeline(transaction=True)
+            w.watch(Q + k)
+            watchers.append(w)
+    pair.both("SADD", Q + b"stalled", ids[2], ids[25])
+    reqs: list[tuple[list[bytes], list[Any]]] = []
+    j2 = iter(ids2)
+    for i, jid in enumerate(ids):
+        if i == 5:
+            reqs.append(finish_args(jid, token="other", fetch=1))  # -6, then the job stays active
+        elif i == 8:
+            reqs.append(finish_args(jid, fetch=1, metrics=100))  # metrics: Lua (a single script)
+        elif i == 11:
+            reqs.append(finish_args(b"nope", fetch=1))  # -1
+        elif i == 13:
+            reqs.append(finish_args(ids[0], fetch=1))  # finished already: Lua
+        elif i == 15:
+            reqs.append(finish_args(jid, target="failed", attempts=1, fetch=1))
+        elif i == 17:
+            reqs.append(finish_args(jid, keep=0, fetch=1))
+        elif i == 20:
+            reqs.append(finish_args(jid))  # no fetch
+        elif i == 22:
+            reqs.append(finish_args(jid, fetch=1, name="w2"))
+        else:
+            reqs.append(finish_args(jid, fetch=1))
+        if i % 3 == 1:
+            nxt = next(j2, None)
+            if nxt is not None:
+                reqs.append(_on_queue(Q2, *finish_args(nxt, fetch=1)))
+    replies = _pipelined(pair, fin, reqs)
+    assert sum(bool(isinstance(r, list) and len(r) == 4 and r[1]) for r in replies) > 25
+    pair.compare()
+    for w in watchers:
+        w.multi()
+        w.get("x")
+        with pytest.raises(redis.WatchError):
+            w.execute()
+        w.reset()
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    assert native_log_count(nat, "native moveToFinished: ran in a run") - ran >= 25
+    # blocked clients served between two requests of a run: on the completed set (a BZPOPMIN takes the
+    # first finished job out of it) and on the marker (re-added by the fetch)
+    active = [pair.lua.lrange(Q + b"active", 0, -1), pair.nat.lrange(Q + b"active", 0, -1)]
+    assert active[0] == active[1] and len(active[0]) >= 10
+    pair.both("DEL", Q + b"completed", Q + b"marker")
+    got: dict[tuple[int, bytes], Any] = {}
+    blockers = [(i, k, redis.Redis(port=r.connection_pool.connection_kwargs["port"]))
+                for i, r in enumerate((pair.lua, pair.nat)) for k in (b"completed", b"marker")]
+    threads = [threading.Thread(target=lambda i=i, k=k, b=b: got.__setitem__((i, k), b.bzpopmin(Q + k, 5)))
+               for i, k, b in blockers]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    ran = native_log_count(nat, "native moveToFinished: ran in a run")
+    _pipelined(pair, fin, [finish_args(jid, fetch=1) for jid in reversed(active[0][-10:])])
+    for t in threads:
+        t.join(6)
+    assert len(got) == 4 and all(v is not None for v in got.values())
+    assert got[0, b"completed"] == got[1, b"completed"] and got[0, b"marker"] == got[1, b"marker"]
+    pair.compare()
+    assert native_log_count(nat, "native moveToFinished: ran in a run") - ran >= 7
+    stats = [{k: v["calls"] for k, v in c.info("commandstats").items()} for c in (pair.lua, pair.nat)]
+    assert stats[0] == stats[1]
+    for _i, _k, b in blockers:
+        b.close()
+
+
+@needs_node
+def test_finish_pipeline_persisted(tmp_path: Any) -> None:
+    """A run of moveToFinished EVALSHAs (move_to_finished.MtfRun, its events appended inline) on a durable
+    server: after a restart the store holds what the run left (jobs completed and fetched, events, locks)."""
+    import socket
+
+    import hiredis
+
+    add, mta, fin = NODE["addStandardJob-9"], NODE["moveToActive-11"], NODE["moveToFinished-14"]
+    srv = start_respqueue("--durability", "durable", "--log-level", "debug", workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=srv.port)
+        for b in (add, mta, fin):
+            r.script_load(b)
+        for i in range(40):
+            r.evalsha(sha(add), 9, *ADD_KEYS, *add_args(name=f"d{i}"))
+        ids = [r.evalsha(sha(mta), 11, *MTA_KEYS, *mta_args())[1] for _ in range(15)]
+        data = b"".join(hiredis.pack_command(("EVALSHA", sha(fin), 14, *keys, *argv))
+                        for keys, argv in (finish_args(j, fetch=1, target="failed" if j == ids[3] else "completed", attempts=3)
+                                           for j in ids))
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sk:
+            sk.sendall(data)
+            rd = hiredis.Reader()
+            got: list[Any] = []
+            while len(got) < len(ids):
+                rd.feed(sk.recv(1 << 20))
+                while (x := rd.gets()) is not False:
+                    got.append(x)
+        assert all(isinstance(x, list) and x[1] for x in got)
+        before = dump(r, sort_hashes=True)
+        assert len(before[Q + b"completed"][1]) == 14
+        r.close()
+        assert native_log_count(srv, "native moveToFinished: ran in a run") >= 10
+    finally:
+        srv.stop()
+    assert_restarts_same(str(tmp_path), srv.port, before)
+
+
 @needs_node
 def test_native_writes_are_persisted(tmp_path: Any) -> None:
     add, mta = NODE["addStandardJob-9"], NODE["moveToActive-11"]

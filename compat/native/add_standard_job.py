@@ -196,7 +196,7 @@ def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes], parent: tuple[int, ...
     elif v is ADD_V6:
         if a[4] is not None or a[5] is not None:
             raise Bail("parent")  # parentKey / parent dependencies key
-    elif any(x is not None for x in a[4 : v.rjk]):
+    elif a[4 : v.rjk].count(None) != v.rjk - 4:  # (5.x: 3 or 4 parent fields; a C count, not a generator)
         raise Bail("parent")
     if type(prefix) is not bytes or type(custom_id) is not bytes or type(name) is not bytes:
         raise Bail("args types")
@@ -460,8 +460,13 @@ class AddRun:
         self.xadd_waiting = [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting",
                              b"jobId", b""]
 
-    def add(self, ctx: Ctx, argv: list[bytes]) -> bytes:
-        """One addStandardJob (``argv``: its ARGV) of the run; Bail (before writing) for a single script."""
+    def fits(self, keys: list[bytes]) -> bool:
+        """Whether a request's ``keys`` are the run's."""
+        return keys == self.keys
+
+    def add(self, ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> bytes:
+        """One addStandardJob (``argv``: its ARGV; ``keys``: the run's) of the run; Bail (before writing) for a
+        single script."""
         v = self.v
         prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json = _job_args(ctx, v, argv)
         if opts is not self.opts_ok:

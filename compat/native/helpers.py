@@ -393,9 +393,10 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any, signal: bool = True) -> 
 
 def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
                  token: bytes, lock_ms: bytes | None, worker: bytes | None, marker: bool = True,
-                 prepare: str = "hmset") -> list[Any]:
+                 prepare: str = "hmset", xadd: Any = _xadd_star) -> list[Any]:
     """prepareJobForProcessing without rate limiting (``marker``: it re-adds the marker, 5.28+; ``prepare``:
-    how it writes the job hash, as moveToActive's ``MtaVariant.prepare`` says)."""
+    how it writes the job hash, as moveToActive's ``MtaVariant.prepare`` says; ``xadd``: what makes the
+    ``active`` event, ``XADD events * ...``, as :func:`_xadd_star` does)."""
     call = ctx.call
     job_key = prefix + job_id
     db = ctx.db
@@ -424,7 +425,7 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
         if marker:
             _zadd_marker(ctx, marker_key)
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
-    _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
+    xadd(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
     h = unpacked(db.lookup(job_key))  # a job that waited long is packed (respqueue/coldhash.py)
     # HMSET processedOn [pb], HINCRBY ats: one signal for the two inline writes to the job hash
     if worker is not None:

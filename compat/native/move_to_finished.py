@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
 from respqueue.commands.lists import _pop_done
-from respqueue.commands.streams import xtrim_approx
+from respqueue.commands.streams import node_limits, xtrim_approx
 from respqueue.commands.zsets import _zadd1
+from respqueue.events import STREAM_ADDED
+from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
+from respqueue.resp import RedisError
 from respqueue.types.hash import Hash, unpacked
 from respqueue.types.list import List
 from respqueue.types.set import Set
+from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
-from ..scripts import Bail, Ctx, native
+from ..scripts import STATS, Bail, Ctx, NativeScriptError, bulk, native
 from .helpers import (
     _BOUND_AT,
     _BOUND_BELOW,
@@ -62,6 +67,8 @@ from .helpers import (
     _writes_events,
     _xadd_star,
 )
+
+_log = logging.getLogger("respqueue.native")
 
 # a job with children still pending cannot finish: (key suffix, command, its name, moveToFinished's code)
 _PENDING_CHILDREN = ((b":dependencies", SCARD, b"SCARD", -4), (b":unsuccessful", ZCARD, b"ZCARD", -9))
@@ -290,6 +297,12 @@ def _removed_keys(lay: dict[str, Any], helper: bool) -> tuple[bytes, ...] | None
 def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant = MTF_V6) -> Any:
     """KEYS: wait active prioritized events stalled limiter delayed paused meta pc target jobKey metrics marker;
     ARGV: jobId timestamp prop value target fetchNext prefix opts [fields]."""
+    return _finish(ctx, keys, argv, variant, None)
+
+
+def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant, q: MtfRun | None) -> Any:
+    """moveToFinished; ``q``: the run form's state (:class:`MtfRun`) when the request is one of a run, whose
+    queue keys' checks (their types, meta's fields, the events stream's IDs) it made once for the run."""
     if len(argv) < 8 or len(keys) != 14:
         raise Bail("args")
     if len(argv) > 8 and argv[8]:
@@ -302,7 +315,10 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
         raise Bail("timestamp")
     wait_key, active_key, prio_key, events_key, stalled_key = keys[0], keys[1], keys[2], keys[3], keys[4]
     delayed_key, meta_key, pc_key, target_key, job_key, marker_key = keys[6], keys[8], keys[9], keys[10], keys[11], keys[13]
-    _qk, ks, clash, _full = _mtf_keys(keys)
+    if q is None:
+        _qk, ks, clash, _full = _mtf_keys(keys)
+    else:
+        ks, clash = q.ks, q.clash
     if job_key in ks:
         raise Bail("args")
     if job_key in clash:
@@ -351,30 +367,43 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
         n = str2int(atm)
         if n is None or n >= _INT64_MAX:
             raise Bail("atm")
-    active = _check(db, active_key, List)
+    if q is None:
+        active = _check(db, active_key, List)
+    else:
+        data = db.data  # (the run's queue keys: a list / zset or absent, no TTL; checked when it opened)
+        active = data.get(active_key)
     if active is None or active.find(job_id, True) < 0:
         raise Bail("not active")  # -3 comes after the lock is deleted: let Lua do it
-    meta = _check(db, meta_key, Hash)
-    # meta's paused/concurrency, validated (the fetch's concurrency limit): trimEvents' HSET below
-    # writes only opts.maxLenEvents, so they hold for the whole script
-    limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
-    max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
-    m = 10000  # trimEvents' MAXLEN
-    if max_events is not None:
-        m = str2int(max_events)  # type: ignore[assignment]
-        if m is None or m < 0:
-            raise Bail("maxLenEvents")
-    _check_stream(db, events_key)
-    _check(db, target_key, ZSet)
-    wait = _check(db, wait_key, List)
-    prio = _check(db, prio_key, ZSet)
-    delayed = _check(db, delayed_key, ZSet)
+    if q is None:
+        meta = _check(db, meta_key, Hash)
+        # meta's paused/concurrency, validated (the fetch's concurrency limit): trimEvents' HSET below
+        # writes only opts.maxLenEvents, so they hold for the whole script
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+        max_events = None if meta is None else meta.get(b"opts.maxLenEvents")
+        m = 10000  # trimEvents' MAXLEN
+        if max_events is not None:
+            m = str2int(max_events)  # type: ignore[assignment]
+            if m is None or m < 0:
+                raise Bail("maxLenEvents")
+        _check_stream(db, events_key)
+        _check(db, target_key, ZSet)
+        wait = _check(db, wait_key, List)
+        prio = _check(db, prio_key, ZSet)
+        delayed = _check(db, delayed_key, ZSet)
+    else:
+        # meta (a hash with maxLenEvents: no script of the run writes it), the events stream (with IDs to
+        # spare), the target and marker zsets: as the run found them
+        meta, limit, max_events, m = q.meta, q.limit, q.max_events, q.m
+        wait = data.get(wait_key)
+        prio = data.get(prio_key)
+        delayed = data.get(delayed_key)
     if fetch_next:
         if meta is not None and meta.get(b"max") is not None:
             raise Bail("rate limit")
         if limiter:
             raise Bail("rate limiter")
-        _check(db, marker_key, ZSet)
+        if q is None:
+            _check(db, marker_key, ZSet)
         upto = (float(ts) + 1) * 0x1000 - (1 if variant.bound_below else 0)
         _check_nothing_due(delayed, upto)
         nxt = _next_job_id(wait, prio)
@@ -456,10 +485,11 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
             call(HDEL, [b"HDEL", job_key, b"defa"])
     else:
         call(DEL, [b"DEL", job_key, *[job_key + x for x in variant.removed]])
+    xadd = _xadd_star if q is None else q.xadd
     if variant.prev:
-        _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
+        xadd(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val, b"prev", b"active"])
     else:
-        _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val])
+        xadd(ctx, [b"XADD", events_key, b"*", b"event", target, b"jobId", job_id, prop, val])
     if failed and attempts_made >= attempts:
         call(XADD, [b"XADD", events_key, b"*", b"event", b"retries-exhausted", b"jobId", job_id,
                     b"attemptsMade", b"%d" % attempts_made])
@@ -500,7 +530,7 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
             nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
         if nid is not None:
             return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker, variant.marker,
-                                variant.prepare)
+                                variant.prepare, xadd)
         delay = _next_delay_reply(call, delayed_key)
         if delay is not None:
             return delay
@@ -508,3 +538,135 @@ def move_to_finished(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Mt
             and call(ZCARD, [b"ZCARD", prio_key]) == 0:
         call(XADD, [b"XADD", events_key, b"*", b"event", b"drained"])
     return 0
+
+
+# ---- a run of moveToFinished EVALSHAs (a worker's finished jobs, each fetching the next) ----------------
+_EVENTS_HEADROOM = 1 << 20  # stream IDs a run may use up (the single path checks MAX_ID - 8 per script)
+
+
+class MtfRun:
+    """moveToFinished's run form (compat/scripts.py ``bulk``): a worker sends one EVALSHA per finished job,
+    ~18 of them per read at concurrency 50, for one queue's keys (all but the job key). What
+    :func:`move_to_finished` checks about the queue's 13 keys (distinct, no clash with a job's keys, their
+    types, meta's paused/concurrency/maxLenEvents, the events stream's IDs) is checked once, when the run
+    opens, and each request then runs the script's code (:func:`_finish`) with what the run found. Nothing
+    but the run's own requests runs while it lasts (a blocked client served in between closes it), and none
+    of them writes meta (maxLenEvents is there: opening requires it), nor changes a queue key's type (their
+    lists and zsets are created or emptied, never another type) or TTL, so what was checked stays true.
+    Each request's replies, writes and counted commands are the single path's; a request that the native
+    path leaves to Lua raises Bail before writing, and runs as a single script."""
+
+    __slots__ = ("full", "ks", "clash", "meta", "limit", "max_events", "m", "v", "stats", "debug", "stream", "events_key",
+                 "limits")
+
+    def __init__(self, ctx: Ctx, keys: list[bytes], v: MtfVariant) -> None:
+        if len(keys) != 14:
+            raise Bail("args")
+        if ctx.monitors:
+            raise Bail("a MONITOR client")  # (in EXEC: each inline command goes to it, as on the single path)
+        qk, ks, clash, full = _mtf_keys(keys)
+        db = ctx.db
+        if db.expires and any(k in db.expires for k in qk):
+            raise Bail("a queue key with a TTL")
+        meta = _check(db, keys[8], Hash)
+        if meta is None:
+            raise Bail("no meta")
+        max_events = meta.get(b"opts.maxLenEvents")
+        if max_events is None:
+            raise Bail("no maxLenEvents in meta")  # (the script writes it: a single script)
+        m = str2int(max_events)
+        if m is None or m < 0:
+            raise Bail("maxLenEvents")
+        self.limit = _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+        s = _check(db, keys[3], Stream)
+        if s is None:
+            raise Bail("no events stream")  # (the first XADD makes it: a single script)
+        if s.last_id >= MAX_ID - _EVENTS_HEADROOM:
+            raise Bail("stream ids")
+        _check(db, keys[10], ZSet)
+        _check(db, keys[0], List)
+        _check(db, keys[1], List)
+        _check(db, keys[2], ZSet)
+        _check(db, keys[6], ZSet)
+        _check(db, keys[13], ZSet)
+        self.stream = s
+        self.events_key = keys[3]
+        self.limits = node_limits(ctx.sc)
+        self.full = full
+        self.ks = ks
+        self.clash = clash
+        self.meta = meta
+        self.max_events = max_events
+        self.m = m
+        self.v = v
+        self.stats: list[int] | None = None
+        self.debug = _log.isEnabledFor(logging.DEBUG)
+
+    def fits(self, keys: list[Any]) -> bool:
+        """Whether ``keys`` (a request's) are the run's queue keys (the job key, at 11, aside)."""
+        job_key = keys[11]
+        keys[11] = _JOB_SLOT
+        same = keys == self.full
+        keys[11] = job_key
+        return same
+
+    def xadd(self, ctx: Ctx, argv: list[bytes]) -> None:
+        """``XADD <events> * field value ...`` whose reply the script drops (the completed / failed and the
+        active events), inline: what ``commands.streams._xadd`` does for it, on the run's events stream (a
+        stream, no TTL, IDs to spare: checked when the run opened; nothing of the run deletes it)."""
+        events = self.stream
+        last = events.last_id
+        now = mstime()
+        new = now << 64 if now > last >> 64 else last + 1
+        limits = self.limits
+        ctx.wrote = True
+        events.append(new, argv[3:], limits[0], limits[1])
+        key = self.events_key
+        ctx.db.modified(key)
+        if STREAM_ADDED:
+            sc = ctx.sc
+            for fn in STREAM_ADDED:
+                fn(sc, key, new, argv, 3)
+        ctx.done.append(XADD)  # type: ignore[union-attr]  (no MONITOR client: checked when the run opened)
+
+    def add(self, ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
+        """One moveToFinished of the run: its reply; Bail (nothing written, nothing counted) for a single
+        script."""
+        done = ctx.done
+        n = len(done)  # type: ignore[arg-type]  (no MONITOR client: checked when the run opened)
+        ctx.wrote = False
+        try:
+            r = _finish(ctx, keys, argv, self.v, self)
+        except Bail as e:
+            if ctx.wrote:  # a bug in the native implementation
+                _log.error("native moveToFinished bailed out after writing (%s)", e)
+                return RedisError(b"ERR native script moveToFinished failed after writing")
+            del done[n:]  # type: ignore[index]
+            raise
+        except NativeScriptError as e:
+            _log.error("native moveToFinished: command error after writing: %r", e.err.msg)
+            return RedisError(e.err.msg.rstrip(b"\r\n") + b" script: " + ctx.sha + b", on @user_script:0.")
+        except Exception:
+            if not ctx.wrote:
+                del done[n:]  # type: ignore[index]
+                raise Bail("an error before writing") from None
+            _log.exception("native moveToFinished failed after writing")
+            return RedisError(b"ERR native script moveToFinished failed after writing")
+        st = self.stats
+        if st is None:
+            st = self.stats = STATS.setdefault("moveToFinished", [0, 0])
+        st[0] += 1
+        if self.debug:
+            _log.debug("native moveToFinished: ran in a run")
+        return r
+
+
+@bulk("moveToFinished")
+def open_mtf_run(ctx: Ctx, keys: list[bytes], variant: Any) -> MtfRun:
+    """moveToFinished's run form for the queue of ``keys`` (Bail: not for these keys)."""
+    return MtfRun(ctx, keys, MTF_V6 if variant is True else variant)
+
+
+#: requests in a row of one run (one read) the run form may leave to the single path before the rest of the run
+#: goes there directly (a rate-limited queue, a worker with a limiter, a queue without meta: every request would)
+open_mtf_run.max_misses = 3  # type: ignore[attr-defined]
