@@ -557,7 +557,7 @@ class AddRun:
             LPUSH.proc(ctx.sc, [b"LPUSH", self.wait_key, job_id])
             self.wait = self.data.get(self.wait_key)
         else:
-            wait.push_left((job_id,))
+            wait.push_one(job_id, True)  # (LPUSH of one value: push_left's work without its lists)
             modified(self.wait_key)
         if not self.paused_or_maxed and not v.marker_first:
             self._marker(ctx)

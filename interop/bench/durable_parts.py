@@ -1,6 +1,6 @@
 """Where a durable server's CPU per job goes, by part (not a test; issue 13, durable CPU).
 
-    python -m interop.bench.durable_parts [--workload add|process] [--jobs N] [--parts W,..] [--tap FILE]
+    python -m interop.bench.durable_parts [--workload add|process|addbulk] [--jobs N] [--parts W,..] [--tap FILE]
         [--client-dir DIR]
     python -m interop.bench.durable_parts --replay FILE [--rounds R]
 
@@ -148,7 +148,8 @@ def measure(workload: str, jobs: int, tap: str, only: str = "") -> int:
         srv = Proc("respqueue", respqueue_argv(port, os.path.join(tmp, "data"), "--durability", "durable",
                                                "--log-level", "warning"), port, env)
         try:
-            par = ["--concurrency", "50"] if workload == "process" else ["--inflight", "50"]
+            par = (["--concurrency", "50"] if workload == "process" else ["--batch", "1000"] if workload == "addbulk"
+                   else ["--inflight", "50"])
             p = subprocess.Popen(["node", DRIVER, str(port), workload, "--jobs", str(jobs), *par, "--sync"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                  env={**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]})
@@ -229,7 +230,7 @@ def replay(path: str, rounds: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", default="process", choices=("add", "process"))
+    ap.add_argument("--workload", default="process", choices=("add", "process", "addbulk"))
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--tap", default="", help="also write the batches handed to the writer to this file")
     ap.add_argument("--replay", default="", help="replay a --tap file into a fresh store instead")
