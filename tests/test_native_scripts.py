@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -234,6 +235,21 @@ def native_log_count(srv: ServerProcess, what: str) -> int:
 
 
 # ---- the table -------------------------------------------------------------------------
+def send_run(port: int, data: bytes, n: int) -> list[Any]:
+    """Send ``data`` (``n`` requests, one write: a run) and read the ``n`` replies, errors as ("error", text)."""
+    import hiredis
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sk:
+        sk.sendall(data)
+        rd = hiredis.Reader()
+        got: list[Any] = []
+        while len(got) < n:
+            rd.feed(sk.recv(1 << 20))
+            while (x := rd.gets()) is not False:
+                got.append(("error", str(x)) if isinstance(x, hiredis.ReplyError) else x)
+    return got
+
+
 def test_sha_table_matches_bodies() -> None:
     bodies = {("node-6.7.0", k): v for k, v in NODE.items()} | {("py-3.4.4", k): v for k, v in PY.items()}
     if not bodies:
@@ -681,22 +697,11 @@ ADD_KEYS2 = [Q2 + k[len(Q):] for k in ADD_KEYS]
 def _pipelined(pair: Pair, body: bytes, reqs: list[tuple[list[bytes], list[bytes]]]) -> list[Any]:
     """``reqs`` (keys, ARGV) as one pipeline of EVALSHAs on each server, sent in one write (the server reads
     them together, as BullMQ's addBulk sends them); the replies must be the same."""
-    import socket
 
     import hiredis
 
     data = b"".join(hiredis.pack_command(("EVALSHA", sha(body), len(keys), *keys, *argv)) for keys, argv in reqs)
-    out = []
-    for srv in (pair.lua_srv, pair.nat_srv):
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sk:
-            sk.sendall(data)
-            rd = hiredis.Reader()
-            got: list[Any] = []
-            while len(got) < len(reqs):
-                rd.feed(sk.recv(1 << 20))
-                while (x := rd.gets()) is not False:
-                    got.append(("error", str(x)) if isinstance(x, hiredis.ReplyError) else x)
-        out.append(got)
+    out = [send_run(srv.port, data, len(reqs)) for srv in (pair.lua_srv, pair.nat_srv)]
     assert out[0] == out[1]
     return out[0]
 
@@ -922,7 +927,6 @@ def test_finish_pipeline_runs(pair: Pair) -> None:
 def test_finish_pipeline_persisted(tmp_path: Any) -> None:
     """A run of moveToFinished EVALSHAs (move_to_finished.MtfRun, its events appended inline) on a durable
     server: after a restart the store holds what the run left (jobs completed and fetched, events, locks)."""
-    import socket
 
     import hiredis
 
@@ -938,14 +942,7 @@ def test_finish_pipeline_persisted(tmp_path: Any) -> None:
         data = b"".join(hiredis.pack_command(("EVALSHA", sha(fin), 14, *keys, *argv))
                         for keys, argv in (finish_args(j, fetch=1, target="failed" if j == ids[3] else "completed", attempts=3)
                                            for j in ids))
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sk:
-            sk.sendall(data)
-            rd = hiredis.Reader()
-            got: list[Any] = []
-            while len(got) < len(ids):
-                rd.feed(sk.recv(1 << 20))
-                while (x := rd.gets()) is not False:
-                    got.append(x)
+        got = send_run(srv.port, data, len(ids))
         assert all(isinstance(x, list) and x[1] for x in got)
         before = dump(r, sort_hashes=True)
         assert len(before[Q + b"completed"][1]) == 14
