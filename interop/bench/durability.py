@@ -45,6 +45,8 @@ from collections.abc import Callable
 
 import redis
 
+from tests.servers import compile_sources
+
 from .bullmq import DRIVER, Totals, redis_aof_flags, run_driver
 from .common import ROOT, Proc, machine, start_redis, start_respqueue
 
@@ -187,15 +189,6 @@ def disk_usage(srv: Proc) -> tuple[int, str]:
     return sum(sizes.values()), ", ".join(f"{f} {b / 2**20:.1f} MiB" for f, b in sizes.items())
 
 
-def compile_bytecode() -> None:
-    """Compile respqueue's packages in this checkout (their __pycache__, ignored by git), as pip does at install:
-    a restart then reads bytecode instead of compiling every module again."""
-    import compileall
-
-    for pkg in ("respqueue", "compat", "lua"):
-        compileall.compile_dir(os.path.join(ROOT, pkg), quiet=1)
-
-
 def restart_part(n: int, rounds: int, raw: list[dict], bytecode: bool = True,
                  ) -> list[tuple[str, int, float, float, float, int, str]]:
     specs: list[tuple[str, Callable[[], Proc]]] = [
@@ -219,7 +212,7 @@ def restart_part(n: int, rounds: int, raw: list[dict], bytecode: bool = True,
             procs.append((name, p, llen))
             out[name] = []
         if bytecode:
-            compile_bytecode()
+            compile_sources()  # (a restart reads bytecode, as after pip install)
             print("respqueue's bytecode compiled (as installed); --restart-source-only: compiled at each start",
                   flush=True)
         for r in range(rounds):
