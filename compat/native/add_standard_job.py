@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any, NamedTuple
 
-from respqueue.commands.streams import node_limits, xadd_auto_id
+from respqueue.commands.streams import append_star, node_limits, xadd_auto_id
 from respqueue.events import STREAM_ADDED
-from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
 from respqueue.types.hash import MAX_LISTPACK_VALUE as _LP_VALUE
 from respqueue.types.hash import Hash
@@ -539,10 +538,7 @@ class AddRun:
             events = self.stream = data[events_key]
         else:
             # XADD * inline (commands/streams.xadd_auto_id's work): the entry at the next auto ID, the keyspace's hooks
-            last = events.last_id
-            now = mstime()
-            new = now << 64 if now > last >> 64 else last + 1
-            events.append(new, x[3:], limits[0], limits[1])
+            new = append_star(events, x[3:], limits)
             modified(events_key)
             if hist is not None:
                 hist(sc, events_key, new >> 64, x, 3)
@@ -563,10 +559,7 @@ class AddRun:
             self._marker(ctx)
         x = self.xadd_waiting.copy()
         x[9] = job_id
-        last = events.last_id
-        now = mstime()
-        new = now << 64 if now > last >> 64 else last + 1
-        events.append(new, x[6:], limits[0], limits[1])
+        new = append_star(events, x[6:], limits)
         events.trim(self.maxlen, None, True, limits[2])
         modified(events_key)
         if hist is not None:

@@ -7,10 +7,9 @@ from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
 from respqueue.commands.lists import _pop_done
-from respqueue.commands.streams import node_limits, xtrim_approx
+from respqueue.commands.streams import append_star, node_limits, xtrim_approx
 from respqueue.commands.zsets import _zadd1
 from respqueue.events import STREAM_ADDED
-from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
 from respqueue.resp import RedisError
 from respqueue.types.hash import Hash, unpacked
@@ -614,13 +613,8 @@ class MtfRun:
         """``XADD <events> * field value ...`` whose reply the script drops (the completed / failed and the
         active events), inline: what ``commands.streams._xadd`` does for it, on the run's events stream (a
         stream, no TTL, IDs to spare: checked when the run opened; nothing of the run deletes it)."""
-        events = self.stream
-        last = events.last_id
-        now = mstime()
-        new = now << 64 if now > last >> 64 else last + 1
-        limits = self.limits
         ctx.wrote = True
-        events.append(new, argv[3:], limits[0], limits[1])
+        new = append_star(self.stream, argv[3:], self.limits)
         key = self.events_key
         ctx.db.modified(key)
         if STREAM_ADDED:

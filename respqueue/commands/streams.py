@@ -370,6 +370,18 @@ def xtrim_approx(c: Any, key: bytes, maxlen: int) -> int:
     return deleted  # type: ignore[no-any-return]
 
 
+def append_star(s: Stream, fields: list[bytes], limits: tuple[int, int, int]) -> int:
+    """``XADD * fields...``'s stream part on ``s``, a stream that exists with IDs to spare: the next auto ID
+    (from the clock, or the last ID + 1), the entry appended within the node limits ``limits``
+    (:func:`node_limits`); the packed ID. The caller does the keyspace's part (``Database.modified``, the
+    ``STREAM_ADDED`` hooks): the native scripts' run forms, which checked the stream once for their run."""
+    last = s.last_id
+    now = mstime()
+    new = now << 64 if now > last >> 64 else last + 1
+    s.append(new, fields, limits[0], limits[1])
+    return new
+
+
 def xadd_auto_id(c: Any, argv: list[bytes]) -> int:
     """``XADD key * field value ...`` (argv as sent, well formed) for callers that need no reply text; the packed ID."""
     return _xadd(c, argv, 3, None)  # type: ignore[no-any-return]
