@@ -299,6 +299,20 @@ def run(rt: Any, c: Any, argv: list[bytes], by_sha: bool) -> Any:
     return _run(rt, c, argv, sha, ent)
 
 
+def failed_after_writing(name: str, sha: bytes, e: BaseException) -> RedisError:
+    """The reply of native script ``name`` that raised ``e`` after it wrote (its writes stay, as a Lua script's
+    do): a command's error as Lua's ``redis.call`` raises it, else ERR (a bug in the native code: logged).
+    Called from the ``except`` clause."""
+    if isinstance(e, NativeScriptError):
+        log.error("native %s: command error after writing: %r", name, e.err.msg)
+        return RedisError(e.err.msg.rstrip(b"\r\n") + b" script: " + sha + b", on @user_script:0.")
+    if isinstance(e, Bail):
+        log.error("native %s bailed out after writing (%s)", name, e)
+    else:
+        log.exception("native %s failed after writing", name)
+    return RedisError(b"ERR native script " + name.encode() + b" failed after writing")
+
+
 def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, bytes, int, str, Any]) -> Any:
     """:func:`run` once the digest is known to be ``ent``'s (and loaded)."""
     fn, numkeys, nk, name, _v = ent
@@ -319,20 +333,17 @@ def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, by
         st = _stats(name)
         if ctx.wrote:  # a bug in the native implementation
             _tally(ctx)
-            log.error("native %s bailed out after writing (%s)", name, e)
-            return RedisError(b"ERR native script " + name.encode() + b" failed after writing")
+            return failed_after_writing(name, sha, e)
         st[1] += 1
         log.debug("native %s: Lua fallback (%s)", name, e)
         return FALLBACK
     except NativeScriptError as e:
         _tally(ctx)
-        log.error("native %s: command error after writing: %r", name, e.err.msg)
-        return RedisError(e.err.msg.rstrip(b"\r\n") + b" script: " + sha + b", on @user_script:0.")
-    except Exception:
+        return failed_after_writing(name, sha, e)
+    except Exception as e:
         if ctx.wrote:
             _tally(ctx)
-            log.exception("native %s failed after writing", name)
-            return RedisError(b"ERR native script " + name.encode() + b" failed after writing")
+            return failed_after_writing(name, sha, e)
         log.exception("native %s failed; Lua fallback", name)
         _stats(name)[1] += 1
         return FALLBACK

@@ -11,14 +11,13 @@ from respqueue.commands.streams import append_star, node_limits, xtrim_approx
 from respqueue.commands.zsets import _zadd1
 from respqueue.events import STREAM_ADDED
 from respqueue.numbers import str2int
-from respqueue.resp import RedisError
 from respqueue.types.hash import Hash, unpacked
 from respqueue.types.list import List
 from respqueue.types.set import Set
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
-from ..scripts import STATS, Bail, Ctx, NativeScriptError, bulk, native
+from ..scripts import STATS, Bail, Ctx, NativeScriptError, bulk, failed_after_writing, native
 from .helpers import (
     _BOUND_AT,
     _BOUND_BELOW,
@@ -633,19 +632,16 @@ class MtfRun:
             r = _finish(ctx, keys, argv, self.v, self)
         except Bail as e:
             if ctx.wrote:  # a bug in the native implementation
-                _log.error("native moveToFinished bailed out after writing (%s)", e)
-                return RedisError(b"ERR native script moveToFinished failed after writing")
+                return failed_after_writing("moveToFinished", ctx.sha, e)
             del done[n:]  # type: ignore[index]
             raise
         except NativeScriptError as e:
-            _log.error("native moveToFinished: command error after writing: %r", e.err.msg)
-            return RedisError(e.err.msg.rstrip(b"\r\n") + b" script: " + ctx.sha + b", on @user_script:0.")
-        except Exception:
+            return failed_after_writing("moveToFinished", ctx.sha, e)
+        except Exception as e:
             if not ctx.wrote:
                 del done[n:]  # type: ignore[index]
                 raise Bail("an error before writing") from None
-            _log.exception("native moveToFinished failed after writing")
-            return RedisError(b"ERR native script moveToFinished failed after writing")
+            return failed_after_writing("moveToFinished", ctx.sha, e)
         st = self.stats
         if st is None:
             st = self.stats = STATS.setdefault("moveToFinished", [0, 0])
