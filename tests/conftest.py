@@ -6,6 +6,7 @@ compares the replies byte for byte (error texts included).
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 from collections.abc import Iterator
@@ -16,9 +17,39 @@ import redis
 
 from .servers import ROOT, RawConn, ServerProcess, compile_sources, redis_server_path, start_redis, start_respqueue
 
+_STDERR: Any = None  # the terminal's stderr, kept before pytest captures fd 2 around each test
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _STDERR
     compile_sources()
+    _STDERR = os.fdopen(os.dup(2), "w")
+
+
+def watchdog_limit(item: pytest.Item) -> float:
+    """Seconds a test (setup, call and teardown) may take before the watchdog ends the run: twice its
+    pytest-timeout limit plus a minute, or RESPQUEUE_TEST_WATCHDOG."""
+    if os.environ.get("RESPQUEUE_TEST_WATCHDOG"):
+        return float(os.environ["RESPQUEUE_TEST_WATCHDOG"])
+    marker = item.get_closest_marker("timeout")
+    try:
+        limit = float(marker.args[0]) if marker is not None and marker.args else float(item.config.getini("timeout"))
+    except (ValueError, TypeError):  # pytest-timeout not installed
+        limit = 120.0
+    return 2 * limit + 60
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A watchdog behind pytest-timeout. Its one SIGALRM cannot end every hang: an exception raised in an
+    event loop's callback is logged and dropped, and cleanup code after it (a wait on a child, a loop's
+    shutdown) can block for good. A test still running at ``watchdog_limit`` gets every thread's stack
+    printed to the terminal and the run ends (exit 1) instead of stalling until CI's own limit."""
+    faulthandler.dump_traceback_later(watchdog_limit(item), exit=True, file=_STDERR)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(scope="session")

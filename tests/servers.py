@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -9,13 +10,44 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+import traceback
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
 
 import hiredis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T], timeout: float = 100.0) -> T:
+    """``asyncio.run(coro)`` in a thread of its own, waited for at most ``timeout`` seconds.
+
+    The Python BullMQ client's tasks run in that loop. Under ``asyncio.run`` in the test's own thread a hang
+    there could outlive pytest-timeout: its one alarm can land in an event-loop callback, where asyncio logs
+    and drops the exception, and ``asyncio.run`` then waits for tasks that swallow their cancellation. Here
+    the test fails with the loop thread's stack instead, and the (daemon) thread is left behind."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: BLE001  (handed to the test's thread)
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="run_async", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        frame = sys._current_frames().get(t.ident or 0)
+        stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+        raise AssertionError(f"the coroutine ran past {timeout} s; its thread's stack:\n{stack}")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def compile_sources() -> None:

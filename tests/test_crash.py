@@ -20,6 +20,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .servers import run_async
 from .test_persistence import Node
 
 Model = dict[bytes, tuple[str, Any]]
@@ -366,7 +367,7 @@ def test_kill9_bullmq_producer_worker_every_ack_survives() -> None:
                 r.close()
                 await asyncio.wait_for(w.close(), 10)
 
-        assert asyncio.run(finish(node.proc.port)) == [], "acknowledged jobs never completed"
+        assert run_async(finish(node.proc.port)) == [], "acknowledged jobs never completed"
         r = node.r
         for jid in added[:: max(1, len(added) // 50)]:
             i = int(r.hget(f"bull:{qname}:{jid}", "data").split(b":")[1].rstrip(b"}"))

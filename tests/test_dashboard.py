@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import ROOT, chromium, chromium_cmd, free_port, start_respqueue
+from .servers import ROOT, chromium, chromium_cmd, free_port, run_async, start_respqueue
 from .test_metrics import server, wait_for  # noqa: F401  (the module-scoped server fixture with --metrics-port)
 
 pytestmark = pytest.mark.skipif(
@@ -113,7 +113,7 @@ def test_dashboard_renders_in_chromium(server):  # noqa: F811  (server: the fixt
     if chromium() is None:
         pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
     srv, mport = server
-    bounce = asyncio.run(fill(srv.port))
+    bounce = run_async(fill(srv.port))
     out = tempfile.mkdtemp(prefix="rq-dashboard-")
     url = f"http://127.0.0.1:{mport}/#emails/{bounce}"  # the hash opens that job's timeline
     dom = run_chromium(url, out, None)
@@ -231,7 +231,7 @@ async def _state(job_cls: Any, q: Any, jid: str, state: str) -> bool:
 
 def test_actions_end_to_end(server):  # noqa: F811  (server: the fixture from test_metrics)
     srv, mport = server
-    got = asyncio.run(_actions(srv.port, mport))
+    got = run_async(_actions(srv.port, mport))
     ids = got["ids"]
     assert got["failure_listed"]
     assert [(j["id"], j["name"], j["failedReason"]) for j in got["failed_jobs"]["jobs"]] == [

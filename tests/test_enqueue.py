@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import start_respqueue
+from .servers import run_async, start_respqueue
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("bullmq") is None
@@ -77,7 +77,7 @@ def test_enqueue_dataframe_then_worker_processes_all(spark, rq_server):
     assert all(p["batches"] == -(-p["added"] // 150) and p["retries"] == 0 for p in res.partitions)
     assert res.summary().startswith(f"added {n} jobs to spark_in from 4 partition(s)")
     assert r.llen("bull:spark_in:wait") == n
-    seen = asyncio.run(drain(rq_server.port, "spark_in", n))
+    seen = run_async(drain(rq_server.port, "spark_in", n))
     assert seen["done"] == n and seen["failed"] == 0
     assert sorted(d["i"] for _, d, _ in seen["jobs"]) == list(range(n))
     assert {nm for nm, _, _ in seen["jobs"]} == {"mail"}
@@ -130,13 +130,13 @@ def test_batches_are_retried_a_bounded_number_of_times(rq_server, monkeypatch):
 
     monkeypatch.setattr(bullmq.Queue, "addBulk", flaky)
     rows = [{"i": i} for i in range(25)]
-    res = asyncio.run(add_rows(rows, "flaky", connection=conn(rq_server.port), batch_size=10, max_retries=2,
+    res = run_async(add_rows(rows, "flaky", connection=conn(rq_server.port), batch_size=10, max_retries=2,
                                backoff_s=0.001))
     assert res == {"added": 25, "batches": 3, "retries": 6, "queues": {"flaky": 25}}
     assert r.llen("bull:flaky:wait") == 25
     calls["n"] = 0
     with pytest.raises(ConnectionError):
-        asyncio.run(add_rows(rows, "flaky", connection=conn(rq_server.port), batch_size=10, max_retries=1,
+        run_async(add_rows(rows, "flaky", connection=conn(rq_server.port), batch_size=10, max_retries=1,
                              backoff_s=0.001))
 
 
@@ -228,7 +228,7 @@ def test_round_trip_dataframe_queue_workers_history_analytics(spark, tmp_path):
                        connection=conn(srv.port), batch_size=64).total == 200
         assert enqueue(later, "roundtrip", name="later", opts={"delay": 300, "attempts": 2},
                        connection=conn(srv.port)).total == 50
-        asyncio.run(work(srv.port, "roundtrip", 250))
+        run_async(work(srv.port, "roundtrip", 250))
         r = redis.Redis(port=srv.port, decode_responses=True)
         failed_ids = set(r.zrange("bull:roundtrip:failed", 0, -1))
         ids = r.zrange("bull:roundtrip:completed", 0, -1) + sorted(failed_ids)

@@ -6,7 +6,6 @@ Redis's exact error while reads and deletes go on, and the eviction policies kee
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +14,7 @@ import hiredis
 import pytest
 import redis
 
-from .servers import RawConn, ServerProcess, redis_server_path, start_redis, start_respqueue
+from .servers import RawConn, ServerProcess, redis_server_path, run_async, start_redis, start_respqueue
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
 
@@ -374,8 +373,8 @@ def test_bullmq_add_over_maxmemory_same_error_as_redis(rq, ref):
             await q.close()
         return out
 
-    ours = asyncio.run(add(rq.port))
-    theirs = asyncio.run(add(ref.port))
+    ours = run_async(add(rq.port))
+    theirs = run_async(add(ref.port))
     assert ours == theirs
     assert ours[0].startswith("OutOfMemoryError: command not allowed when used memory > 'maxmemory'. script: ")
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from .servers import ServerProcess, free_port, start_respqueue
+from .servers import ServerProcess, free_port, run_async, start_respqueue
 
 needs = pytest.mark.skipif(
     importlib.util.find_spec("bullmq") is None or importlib.util.find_spec("prometheus_client") is None,
@@ -110,7 +110,7 @@ async def _done(q: Any, n: int) -> bool:
 @needs
 def test_metrics_after_bullmq_jobs(server):
     srv, mport = server
-    counts = asyncio.run(run_jobs(srv.port))
+    counts = run_async(run_jobs(srv.port))
     assert counts == {"completed": 4, "failed": 2, "delayed": 2, "wait": 0, "active": 0}
     fams = scrape(mport)
 
