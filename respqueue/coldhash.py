@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from itertools import repeat
 from typing import Any
 
 from .events import HASH_SWAPPED
@@ -56,8 +57,12 @@ class ColdHashes:
         # by Database.modified in memory mode (None: packed when due), by Database.thaw (the ColdHash it
         # was); None: noted by PackedHash's unpack (its key unknown: packed in place)
         self.cur: dict[Hash, Any] = {}
-        # closed buckets, oldest first: (ms when closed, entries)
-        self.buckets: deque[tuple[int, dict[Hash, Any]]] = deque()
+        # closed buckets, oldest first: (ms when closed, its number, entries)
+        self.buckets: deque[tuple[int, int, dict[Hash, Any]]] = deque()
+        self.seq = 0  # the number of the newest closed bucket
+        # id(hash) -> the number of the newest closed bucket that holds it: a hash noted again in a newer
+        # bucket is skipped in the older one in one lookup (that bucket holds it, so its id is not reused)
+        self.newest: dict[int, int] = {}
         self._pos: Any = None  # iterator over the oldest bucket while it is being worked through
         self.compacted = 0  # hashes packed so far (DEBUG COLD-HASHES)
         self.skipped = 0
@@ -71,7 +76,15 @@ class ColdHashes:
         self.cur[h] = entry
 
     def pending(self) -> int:
-        return len(self.cur) + sum(len(b) for _, b in self.buckets) + sum(len(r[1]) - r[2] for r in self._recode)
+        return len(self.cur) + sum(len(b) for _, _, b in self.buckets) + sum(len(r[1]) - r[2] for r in self._recode)
+
+    def _close(self, now_ms: int) -> None:
+        """Close the open bucket, stamped ``now_ms``."""
+        cur = self.cur
+        self.seq += 1
+        self.newest.update(zip(map(id, cur), repeat(self.seq)))
+        self.buckets.append((now_ms, self.seq, cur))
+        self.cur = {}
 
     def recode_loaded(self) -> None:
         """The store was loaded: its small hashes are ColdHash values in the store's form (msgpack with the
@@ -108,8 +121,7 @@ class ColdHashes:
     def tick(self, now_ms: int, budget_s: float = SLICE_S) -> int:
         """Close the open bucket and compact what is due; returns how many hashes were packed."""
         if self.cur:
-            self.buckets.append((now_ms, self.cur))
-            self.cur = {}
+            self._close(now_ms)
         buckets = self.buckets
         if not buckets or now_ms - buckets[0][0] < self.delay_ms:
             if self._recode:
@@ -121,17 +133,19 @@ class ColdHashes:
             budget_s = LAG_SLICE_S
         deadline = time.perf_counter() + budget_s
         done = 0
+        newest = self.newest
         while buckets and now_ms - buckets[0][0] >= self.delay_ms:
-            bucket = buckets[0][1]
-            newer = [b for _, b in buckets][1:]
+            _, no, bucket = buckets[0]
             it = self._pos if self._pos is not None else iter(list(bucket.items()))
             self._pos = it
             n = 0
             dbs = self.server.dbs
             for h, entry in it:
                 n += 1
-                if _newer(h, newer):
-                    continue
+                k = id(h)
+                if newest[k] != no:
+                    continue  # noted again since: the newer bucket handles it
+                del newest[k]
                 if entry is None:
                     if _refs(h) <= _ORPHAN_REFS:
                         continue
@@ -207,20 +221,12 @@ class ColdHashes:
         n = 0
         if self.cur:
             # the open bucket, closed as due (tick() would stamp it with ``now`` itself: never due)
-            self.buckets.append((0, self.cur))
-            self.cur = {}
+            self._close(0)
         while self.buckets:
             n += self.tick(now, 3600.0)
         while self._recode:
             self._recode_step(float("inf"))
         return n
-
-
-def _newer(h: Hash, newer: list[dict[Hash, Any]]) -> bool:
-    for b in newer:
-        if h in b:
-            return True
-    return False
 
 
 def setup(server: Any) -> None:
