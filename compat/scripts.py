@@ -330,7 +330,7 @@ def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, by
     try:
         r = fn(ctx, argv[3 : 3 + nk], argv[3 + nk :])
     except Bail as e:
-        st = _stats(name)
+        st = stats_of(name)
         if ctx.wrote:  # a bug in the native implementation
             _tally(ctx)
             return failed_after_writing(name, sha, e)
@@ -345,7 +345,7 @@ def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, by
             _tally(ctx)
             return failed_after_writing(name, sha, e)
         log.exception("native %s failed; Lua fallback", name)
-        _stats(name)[1] += 1
+        stats_of(name)[1] += 1
         return FALLBACK
     finally:
         if prev_frozen is None:
@@ -354,20 +354,28 @@ def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, by
     if done:
         tally(done)
     st = STATS.get(name)
-    if st is None:
-        st = _stats(name)
-    if st[0] == 0:
-        log.info("native fast path in use for BullMQ script %s", name)
+    if st is None or st[0] == 0:
+        st = native_ran(name)
     st[0] += 1
     if log.isEnabledFor(logging.DEBUG):
         log.debug("native %s: ran", name)
     return r
 
 
-def _stats(name: str) -> list[int]:
+def stats_of(name: str) -> list[int]:
+    """``STATS[name]``: [native runs, Lua fallbacks] of a native script, made when absent."""
     st = STATS.get(name)
     if st is None:
         st = STATS[name] = [0, 0]
+    return st
+
+
+def native_ran(name: str) -> list[int]:
+    """``stats_of(name)`` for a script that has just run natively, its first native run logged: the single
+    path (``_run``) and the run forms (which keep the entry for the rest of their run) alike."""
+    st = stats_of(name)
+    if st[0] == 0:
+        log.info("native fast path in use for BullMQ script %s", name)
     return st
 
 

@@ -806,6 +806,29 @@ def test_add_pipeline_runs(pair: Pair) -> None:
         b.close()
 
 
+@needs_node
+def test_run_form_logs_the_first_native_run() -> None:
+    """The server logs a script's first native run once ("native fast path in use"), also when a run form
+    (here addStandardJob's, BullMQ's addBulk) runs it first: the queue's meta is there, so no request of
+    the pipeline takes the single path."""
+    import hiredis
+
+    add = NODE["addStandardJob-9"]
+    srv = start_respqueue("--durability", "memory")
+    try:
+        r = redis.Redis(port=srv.port)
+        assert r.script_load(add) == sha(add)
+        r.hset(Q + b"meta", "opts.maxLenEvents", "100")
+        reqs = [hiredis.pack_command(("EVALSHA", sha(add), len(ADD_KEYS), *ADD_KEYS, *add_args(name=f"j{i}")))
+                for i in range(20)]
+        assert send_run(srv.port, b"".join(reqs), 20) == [b"%d" % i for i in range(1, 21)]
+        r.close()
+    finally:
+        srv.stop()
+    log = srv.output()
+    assert log.count("native fast path in use for BullMQ script addStandardJob") == 1, log[-3000:]
+
+
 def _on_queue(q: bytes, keys: list[bytes], argv: list[Any]) -> tuple[list[bytes], list[Any]]:
     """finish_args' keys and ARGV for queue prefix ``q`` instead of Q."""
     argv = list(argv)

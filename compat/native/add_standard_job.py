@@ -15,7 +15,7 @@ from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
 from ..history import on_stream_added
-from ..scripts import STATS, Bail, Ctx, bulk, native
+from ..scripts import Bail, Ctx, bulk, native, native_ran
 from .helpers import (
     _EXACT,
     _INT_RE,
@@ -574,10 +574,7 @@ class AddRun:
                 ctx.inline(c, [c.name.encode()])
         st = self.stats
         if st is None:
-            st = STATS.get("addStandardJob")
-            if st is None:
-                st = STATS["addStandardJob"] = [0, 0]
-            self.stats = st
+            st = self.stats = native_ran("addStandardJob")
         st[0] += 1
         if self.debug:
             _log.debug("native addStandardJob: ran in a run")

@@ -17,7 +17,7 @@ from respqueue.types.set import Set
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
-from ..scripts import STATS, Bail, Ctx, NativeScriptError, bulk, failed_after_writing, native
+from ..scripts import Bail, Ctx, NativeScriptError, bulk, failed_after_writing, native, native_ran
 from .helpers import (
     _BOUND_AT,
     _BOUND_BELOW,
@@ -644,7 +644,7 @@ class MtfRun:
             return failed_after_writing("moveToFinished", ctx.sha, e)
         st = self.stats
         if st is None:
-            st = self.stats = STATS.setdefault("moveToFinished", [0, 0])
+            st = self.stats = native_ran("moveToFinished")
         st[0] += 1
         if self.debug:
             _log.debug("native moveToFinished: ran in a run")
