@@ -25,7 +25,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from itertools import repeat
 from typing import Any
 
 from .events import HASH_SWAPPED
@@ -59,10 +58,9 @@ class ColdHashes:
         self.cur: dict[Hash, Any] = {}
         # closed buckets, oldest first: (ms when closed, its number, entries)
         self.buckets: deque[tuple[int, int, dict[Hash, Any]]] = deque()
-        self.seq = 0  # the number of the newest closed bucket
-        # id(hash) -> the number of the newest closed bucket that holds it: a hash noted again in a newer
-        # bucket is skipped in the older one in one lookup (that bucket holds it, so its id is not reused)
-        self.newest: dict[int, int] = {}
+        # the number of the newest closed bucket; closing a bucket stamps each of its hashes with its number
+        # (``Hash._cseq``), so a hash noted again in a newer bucket is skipped in the older one in one test
+        self.seq = 0
         self._pos: Any = None  # iterator over the oldest bucket while it is being worked through
         self.compacted = 0  # hashes packed so far (DEBUG COLD-HASHES)
         self.skipped = 0
@@ -81,9 +79,10 @@ class ColdHashes:
     def _close(self, now_ms: int) -> None:
         """Close the open bucket, stamped ``now_ms``."""
         cur = self.cur
-        self.seq += 1
-        self.newest.update(zip(map(id, cur), repeat(self.seq)))
-        self.buckets.append((now_ms, self.seq, cur))
+        seq = self.seq = self.seq + 1
+        for h in cur:
+            h._cseq = seq
+        self.buckets.append((now_ms, seq, cur))
         self.cur = {}
 
     def recode_loaded(self) -> None:
@@ -133,7 +132,6 @@ class ColdHashes:
             budget_s = LAG_SLICE_S
         deadline = time.perf_counter() + budget_s
         done = 0
-        newest = self.newest
         while buckets and now_ms - buckets[0][0] >= self.delay_ms:
             _, no, bucket = buckets[0]
             it = self._pos if self._pos is not None else iter(list(bucket.items()))
@@ -142,10 +140,8 @@ class ColdHashes:
             dbs = self.server.dbs
             for h, entry in it:
                 n += 1
-                k = id(h)
-                if newest[k] != no:
+                if h._cseq != no:
                     continue  # noted again since: the newer bucket handles it
-                del newest[k]
                 if entry is None:
                     if _refs(h) <= _ORPHAN_REFS:
                         continue

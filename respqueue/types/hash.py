@@ -40,8 +40,9 @@ class Hash(Journaled):
 
     rtype = b"hash"
     # ``_blob``: a hash loaded from the store stays packed until first used (see from_blob); so does a
-    # small one left untouched for a while (respqueue/coldhash.py)
-    __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey", "_blob")
+    # small one left untouched for a while (respqueue/coldhash.py); ``_cseq``: the number of the newest
+    # compaction bucket that noted it (coldhash.ColdHashes), 0 before any
+    __slots__ = ("d", "ht", "_ix", "_jlog", "_jkey", "_blob", "_cseq")
 
     def __init__(self, items: Iterable[tuple[bytes, bytes]] | None = None) -> None:
         self.d: dict[bytes, bytes] = {}
@@ -51,6 +52,7 @@ class Hash(Journaled):
         self._jlog: list[tuple[bytes, bytes | None]] | None = None
         self._jkey: tuple[int, bytes] | None = None
         self._blob: bytes | None = None
+        self._cseq = 0
         if items is not None:
             for f, v in items:
                 self.set(f, v)
@@ -213,6 +215,7 @@ class Hash(Journaled):
         h._ix = None
         h._jlog = None
         h._jkey = None
+        h._cseq = 0
         return h
 
     def packed(self) -> bytes | None:
@@ -398,6 +401,7 @@ class ColdHash(bytes):
         h._jlog = None
         h._jkey = None
         h._blob = None
+        h._cseq = 0
         return h
 
     def stored(self) -> bytes:
