@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
+from respqueue.commands.lists import _pop_done
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
 
@@ -17,26 +18,22 @@ from .helpers import (
     _PREPARE_HASH,
     _PREPARE_MARKER,
     HEXISTS,
-    HGETALL,
-    HINCRBY,
     HMGET,
-    HMSET,
-    HSET,
-    SET,
-    XADD,
-    ZADD,
+    RPOPLPUSH,
     ZRANGEBYSCORE,
-    _active_reply,
     _check,
     _check_job_for_processing,
     _check_meta,
+    _check_nothing_due,
     _check_stream,
     _lock_opts,
     _meta_variant,
     _next_delay_reply,
+    _next_job_id,
     _paused_or_maxed,
     _paused_or_maxed_attrs,
     _pop_next,
+    _prepare_job,
     _truthy,
     _unpack,
     _writes_events,
@@ -130,45 +127,54 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtaV
     wait = _check(db, wait_key, List)
     _check(db, active_key, List)
     prio = _check(db, prio_key, ZSet)
-    _check(db, delayed_key, ZSet)
+    delayed = _check(db, delayed_key, ZSet)
     _check(db, marker_key, ZSet)
     _check_stream(db, events_key)
-    if wait:
-        _check_job_for_processing(ctx, keys, prefix, wait.get(len(wait) - 1))
-    elif prio:
-        _check_job_for_processing(ctx, keys, prefix, next(prio.items())[1])
+    nxt = _next_job_id(wait, prio)
+    if nxt is not None:
+        _check_job_for_processing(ctx, keys, prefix, nxt)
+    # promoteDelayedJobs: the native path runs only when there is nothing to promote
+    upto = (float(ts) + 1) * 0x1000 - (1 if variant.bound_below else 0)
+    _check_nothing_due(delayed, upto)
 
+    # the reads, inline: meta is a hash or absent, and the range of due delayed jobs is empty (checked above);
+    # with a MONITOR client attached (``done`` None) each is fed to it as the script would send it
     call = ctx.call
-    if variant.meta is None:  # getTargetQueueList before 5.9
-        paused_or_maxed = call(HEXISTS, [b"HEXISTS", meta_key, b"paused"]) == 1
+    done = ctx.done
+    if variant.meta is None:  # getTargetQueueList before 5.9: paused or not, no concurrency limit
+        ctx.inline(HEXISTS, [b"HEXISTS", meta_key, b"paused"])
+        paused_or_maxed = meta is not None and meta.get(b"paused") is not None
     else:  # getQueueMetadata
-        paused, conc = call(HMGET, [b"HMGET", meta_key, *variant.meta])[:2]
-        paused_or_maxed = _paused_or_maxed(call, _paused_or_maxed_attrs(paused, conc), active_key)
-    # promoteDelayedJobs: only when there is nothing to promote
-    upto = format_number_arg((float(ts) + 1) * 0x1000 - (1 if variant.bound_below else 0))
-    if call(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", upto, b"LIMIT", b"0", b"1000"]):
-        raise Bail("delayed jobs to promote")
+        if done is None:
+            ctx.inline(HMGET, [b"HMGET", meta_key, *variant.meta])
+        else:
+            done.append(HMGET)
+        limit = None if meta is None else _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
+        paused_or_maxed = _paused_or_maxed(call, limit, active_key)
+    if done is None:
+        ctx.inline(ZRANGEBYSCORE, [b"ZRANGEBYSCORE", delayed_key, b"0", format_number_arg(upto), b"LIMIT", b"0",
+                                   b"1000"])
+    else:
+        done.append(ZRANGEBYSCORE)
     if paused_or_maxed:
         return [0, 0, 0, 0]
-    job_id = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+    if done is not None and wait:
+        # moveJobFromWaitToActive's RPOPLPUSH, inline: ``wait`` is the list checked above (its last job is
+        # ``nxt``) and nothing wrote it since; active is the list checked above, or absent
+        ctx.wrote = True
+        job_id = wait.pop_one(False)
+        dst = db.data.get(active_key)
+        if dst is None:
+            db.add(active_key, List((job_id,)))
+        else:
+            dst.push_one(job_id, True)
+            db.modified(active_key)
+        _pop_done(db, wait_key, wait)
+        done.append(RPOPLPUSH)
+    else:
+        job_id = _pop_next(call, wait_key, active_key, prio_key, pc_key)
     if job_id is None:
         return _next_delay_reply(call, delayed_key) or [0, 0, 0, 0]
     # prepareJobForProcessing
-    job_key = prefix + job_id
-    if lock_ms is not None:
-        call(SET, [b"SET", job_key + b":lock", token, b"PX", lock_ms])
-    if prepare == "hmset":
-        call(XADD, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
-        hm = [b"HMSET", job_key, b"processedOn", ts]
-        if worker is not None:
-            hm += [b"pb", worker]
-        call(HMSET, hm)
-    else:
-        if worker is not None:
-            call(HSET, [b"HSET", job_key, b"pb", worker])
-        call(XADD, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
-        call(HSET, [b"HSET", job_key, b"processedOn", ts])
-    call(HINCRBY, [b"HINCRBY", job_key, b"ats", b"1"])
-    if variant.marker:
-        call(ZADD, [b"ZADD", marker_key, b"0", b"0"])
-    return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
+    return _prepare_job(ctx, prefix, events_key, marker_key, job_id, ts, token, lock_ms, worker, variant.marker,
+                        prepare)

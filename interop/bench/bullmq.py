@@ -3,7 +3,7 @@
     python -m interop.bench.bullmq [--quick] [--jobs N] [--rounds R] [--only add,process]
                                    [--durability durable|buffered|memory] [--redis-aof always|everysec|no]
                                    [--client-dir interop/bullmq5] [--respqueue-args '--native-scripts off']
-                                   [--postgres]
+                                   [--postgres] [--client node|python]
 
 Workloads (interop/bench/bullmq_bench.js):
     add       Queue.add with 50 calls in flight
@@ -22,11 +22,15 @@ throwaway PostgreSQL (initdb in a temp folder, default durability: fsync, synchr
 full_page_writes on) driven through BullMQ 6's own PostgreSQL backend (createPostgresBackend, the
 `pg` package); its CPU is the whole postmaster tree (backends, WAL writer, checkpointer, ...).
 Without PostgreSQL's binaries or the `pg` package the target is skipped with a message.
+--client python drives the same workloads (not latency) through BullMQ's Python client instead
+(interop/bench/bullmq_bench_py.py): the installed PyPI release (3.x), or with
+--client-dir interop/bullmq5/python the 2.x release installed there.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import shlex
@@ -41,9 +45,27 @@ from .common import PgProc, Proc, machine, start_postgres, start_redis, start_re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "bullmq_bench.js")
+PY_DRIVER = os.path.join(HERE, "bullmq_bench_py.py")
 WORKLOADS = ["add", "addbulk", "process", "latency"]
 #: the folder whose node_modules holds the bullmq release the driver uses (--client-dir)
 CLIENT_DIR = [os.path.dirname(HERE)]
+#: which client drives the workloads: "node" (bullmq_bench.js) or "python" (bullmq_bench_py.py)
+CLIENT = ["node"]
+
+
+def python_client_version(client_dir: str) -> str:
+    """The Python bullmq release the Python driver imports (``client_dir``: prepended to PYTHONPATH, or "")."""
+    env = {**os.environ, "PYTHONPATH": client_dir} if client_dir else dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", "import bullmq; print(getattr(bullmq, '__version__', '?'))"],
+                       capture_output=True, text=True, env=env, cwd="/")
+    return r.stdout.strip() or "?"
+
+
+def python_client_version_of(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
 
 
 def client_version(client_dir: str, package: str = "bullmq") -> str:
@@ -91,12 +113,18 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
     """Run the Node driver once against ``srv``; return its result, the server CPU seconds spent
     between its MARK start and MARK end, and how many of them its child processes spent."""
     env = {**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]}
+    argv = ["node", DRIVER]
+    if CLIENT[0] == "python":
+        argv = [sys.executable, PY_DRIVER]
+        env.pop("BULLMQ_CLIENT_DIR")
+        if CLIENT_DIR[0]:
+            env["PYTHONPATH"] = CLIENT_DIR[0]
     if isinstance(srv, PgProc):
         env["BULLMQ_PG"] = srv.url  # the driver drops the schema (the flush) and migrates afresh
     else:
         env.pop("BULLMQ_PG", None)
         flushall(srv.port)
-    p = subprocess.Popen(["node", DRIVER, str(srv.port), workload, *params, "--sync"],
+    p = subprocess.Popen([*argv, str(srv.port), workload, *params, "--sync"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
     killer = threading.Timer(timeout, p.kill)
     killer.start()
@@ -172,20 +200,39 @@ def main(argv: list[str] | None = None) -> int:
                     help="respqueue --durability (default: the server's default, durable)")
     ap.add_argument("--redis-aof", default="no", choices=("always", "everysec", "no"),
                     help="Redis appendonly yes with this appendfsync (default: no persistence)")
-    ap.add_argument("--client-dir", default=CLIENT_DIR[0],
+    ap.add_argument("--client-dir", default=None,
                     help="folder whose node_modules holds the bullmq to drive (default interop/; "
-                         "interop/bullmq5 for BullMQ 5.x)")
+                         "interop/bullmq5 for BullMQ 5.x); with --client python: a folder put on PYTHONPATH "
+                         "(interop/bullmq5/python for PyPI bullmq 2.x; default: the installed release)")
+    ap.add_argument("--client", default="node", choices=("node", "python"),
+                    help="drive the workloads with BullMQ's Node client (default) or its Python client")
     ap.add_argument("--respqueue-args", default="", help="extra respqueue flags, e.g. '--native-scripts off'")
     ap.add_argument("--postgres", action="store_true",
                     help="add BullMQ's own PostgreSQL backend on a throwaway PostgreSQL as a third server")
     a = ap.parse_args(argv)
-    CLIENT_DIR[0] = os.path.abspath(a.client_dir)
-    if shutil.which("node") is None or not os.path.isdir(os.path.join(CLIENT_DIR[0], "node_modules", "bullmq")):
-        print(f"needs node and `npm ci` in {CLIENT_DIR[0]}", file=sys.stderr)
-        return 2
+    CLIENT[0] = a.client
+    if a.client == "python":
+        CLIENT_DIR[0] = os.path.abspath(a.client_dir) if a.client_dir else ""
+        if python_client_version(CLIENT_DIR[0]) == "?":
+            print("needs BullMQ's Python client: pip install bullmq (or --client-dir with a release in it)",
+                  file=sys.stderr)
+            return 2
+        if a.postgres:
+            print("--postgres needs the Node client (BullMQ 6's PostgreSQL backend)", file=sys.stderr)
+            return 2
+    else:
+        CLIENT_DIR[0] = os.path.abspath(a.client_dir or CLIENT_DIR[0])
+        if shutil.which("node") is None or not os.path.isdir(os.path.join(CLIENT_DIR[0], "node_modules", "bullmq")):
+            print(f"needs node and `npm ci` in {CLIENT_DIR[0]}", file=sys.stderr)
+            return 2
     jobs = 2_000 if a.quick and a.jobs == 20_000 else a.jobs
     rounds = 1 if a.quick else a.rounds
     workloads = [w for w in a.only.split(",") if w] or WORKLOADS
+    if a.client == "python":
+        if "latency" in workloads and a.only:
+            print("the latency workload needs the Node client", file=sys.stderr)
+            return 2
+        workloads = [w for w in workloads if w != "latency"]
     load0 = os.getloadavg()
     pg_missing = ""
     if a.postgres and not os.path.isdir(os.path.join(os.path.dirname(HERE), "node_modules", "pg")):
@@ -238,8 +285,13 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.json, "w") as f:
             json.dump(raw, f, indent=1)
     print()
-    print(f"machine: {machine()}; Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}, "
-          f"bullmq {client_version(CLIENT_DIR[0])} + ioredis; {rounds} round(s) per server, alternating; "
+    if a.client == "python":
+        client = (f"Python {sys.version.split()[0]} driver, PyPI bullmq {python_client_version(CLIENT_DIR[0])} + redis-py "
+                  f"{python_client_version_of('redis')}")
+    else:
+        client = (f"Node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()}, "
+                  f"bullmq {client_version(CLIENT_DIR[0])} + ioredis")
+    print(f"machine: {machine()}; {client}; {rounds} round(s) per server, alternating; "
           f"respqueue flags: {a.respqueue_args or 'none'}; "
           f"respqueue durability: {a.durability or 'default (durable)'}; redis: "
           f"{'no persistence' if a.redis_aof == 'no' else 'appendonly yes, appendfsync ' + a.redis_aof}")
@@ -269,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {w} | {z.rate:,.0f} | {ratio} | {z.cpu_per_1000:.3f} |")
     if rounds > 1:
         print()
-        print("per round, median [min-max] (client: the Node driver's own CPU over the timed part):")
+        print(f"per round, median [min-max] (client: the {a.client.capitalize()} driver's own CPU over the timed part):")
         print("| workload | server | jobs/s | server CPU s/1000 jobs | client CPU s/1000 jobs |")
         print("|---|---|---|---|---|")
         for w, by in per_round.items():

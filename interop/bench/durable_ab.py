@@ -2,7 +2,7 @@
 
     python -m interop.bench.durable_ab --base /path/to/other/checkout [--durability durable|buffered]
         [--workloads add,process,addbulk] [--jobs N] [--bulk-jobs N] [--rounds R] [--redis-aof always]
-        [--client-dir interop/bullmq5] [--base-python /usr/bin/python3 [--base-path DIR]]
+        [--client-dir interop/bullmq5] [--client node|python] [--base-python /usr/bin/python3 [--base-path DIR]]
 
 Every round runs each workload (interop/bench/bullmq_bench.js) on Redis, the base checkout's respqueue
 and this checkout's respqueue, in that order, so machine noise hits all three. Reports, per workload and
@@ -52,10 +52,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="the base server's interpreter (e.g. another CPython build; --base may then be this checkout)")
     ap.add_argument("--base-path", default="",
                     help="with --base-python: a folder of its packages (pip install --target), put on PYTHONPATH")
-    ap.add_argument("--client-dir", default=bullmq.CLIENT_DIR[0],
-                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x)")
+    ap.add_argument("--client-dir", default=None,
+                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x); with "
+                         "--client python, a folder put on PYTHONPATH (interop/bullmq5/python: PyPI bullmq 2.x)")
+    ap.add_argument("--client", default="node", choices=("node", "python"),
+                    help="BullMQ's Node client (default) or its Python client drives the workloads")
     a = ap.parse_args(argv)
-    bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir)
+    bullmq.CLIENT[0] = a.client
+    if a.client == "python":
+        bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir) if a.client_dir else ""
+    else:
+        bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir or bullmq.CLIENT_DIR[0])
     servers: list[tuple[str, Callable[[], Proc]]] = [
         (f"redis {a.redis_aof}", lambda: start_redis(*redis_aof_flags(a.redis_aof))),
         ("base", lambda: start_at(os.path.abspath(a.base), "--durability", a.base_durability or a.durability,
@@ -66,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     # workload -> server -> [(cpu per 1000, jobs/s, writer cpu per 1000)]
     res: dict[str, dict[str, list[tuple[float, float, float]]]] = {w: {n: [] for n, _ in servers} for w in works}
     print(f"{machine()}; load average {os.getloadavg()[0]:.1f}; durability {a.durability}; "
-          f"client {os.path.relpath(bullmq.CLIENT_DIR[0], ROOT)}", flush=True)
+          f"client {a.client} {os.path.relpath(bullmq.CLIENT_DIR[0], ROOT) if bullmq.CLIENT_DIR[0] else '(installed)'}",
+          flush=True)
     procs: list[tuple[str, Proc]] = []
     try:
         for name, start in servers:
