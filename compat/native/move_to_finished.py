@@ -532,9 +532,21 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
         delay = _next_delay_reply(call, delayed_key)
         if delay is not None:
             return delay
-    if call(LLEN, [b"LLEN", wait_key]) == 0 and call(LLEN, [b"LLEN", active_key]) == 0 \
-            and call(ZCARD, [b"ZCARD", prio_key]) == 0:
-        call(XADD, [b"XADD", events_key, b"*", b"event", b"drained"])
+    # LLEN wait == 0 and LLEN active == 0 and ZCARD prioritized == 0 (Lua's short cut: the first non-zero one
+    # ends it): inline for a key that is absent or holds its list / zset (checked above: nothing since changed
+    # its type) without a TTL; a key with one, or a MONITOR client attached, takes the command
+    data = db.data
+    exp = db.expires
+    for k, c, name in ((wait_key, LLEN, b"LLEN"), (active_key, LLEN, b"LLEN"), (prio_key, ZCARD, b"ZCARD")):
+        if done is None or k in exp:
+            n = call(c, [name, k])
+        else:
+            v = data.get(k)
+            n = 0 if v is None else len(v)
+            done.append(c)
+        if n != 0:
+            return 0
+    call(XADD, [b"XADD", events_key, b"*", b"event", b"drained"])
     return 0
 
 
