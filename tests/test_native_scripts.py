@@ -749,9 +749,12 @@ def test_add_pipeline_runs(pair: Pair) -> None:
     mixed.insert(60, (ADD_KEYS[:8], add_args()))  # another numkeys (another argument count): ends the run
     _pipelined(pair, add, mixed)
     pair.compare()
-    # in a transaction (BullMQ's Python client sends addBulk as MULTI, EVALSHA..., EXEC): EXEC's run
+    # in a transaction (BullMQ's Python client sends addBulk as MULTI, EVALSHA..., EXEC, each job's options
+    # with ``delay: 0``, a true value in Lua, which storeJob writes as "0"): EXEC's run
     ran = native_log_count(nat, "native addStandardJob: ran in a run")
-    tx = [(ADD_KEYS, add_args(name=f"t{i}", custom_id="t-dup" if i in (5, 6) else "", parent=i == 9)) for i in range(40)]
+    py_opts = {"attempts": 0, "delay": 0, "backoff": None}
+    tx = [(ADD_KEYS, add_args(name=f"t{i}", custom_id="t-dup" if i in (5, 6) else "", parent=i == 9,
+                              opts={**py_opts, "priority": 0.0} if i % 7 == 3 else py_opts)) for i in range(40)]
     out = []
     for r in (pair.lua, pair.nat):
         p = r.pipeline(transaction=True)

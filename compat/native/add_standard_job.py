@@ -370,6 +370,12 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
 _EVENTS_HEADROOM = 1 << 20  # stream IDs a run may use up (the single path checks MAX_ID - 8 per script)
 
 
+def _zero(v: Any) -> bool:
+    """A delay / priority option that storeJob writes as "0" (absent, false, or the number 0: BullMQ's Python
+    client sends ``delay: 0`` with every job; in Lua a 0 is true, but ``opts['delay'] or 0`` is 0 either way)."""
+    return v is None or v is False or ((type(v) is int or type(v) is float) and v == 0)
+
+
 class AddRun:
     """addStandardJob's run form (compat/scripts.py ``bulk``; a pipeline of EVALSHAs, as BullMQ's addBulk
     sends): what :func:`add_standard_job` checks about the queue's keys (types, the id counter, meta's
@@ -470,7 +476,7 @@ class AddRun:
         prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json = _job_args(ctx, v, argv)
         if opts is not self.opts_ok:
             g = opts.get
-            if _truthy(g(b"de")) or _truthy(g(b"delay")) or _truthy(g(b"priority")) or _truthy(g(b"lifo")):
+            if _truthy(g(b"de")) or _truthy(g(b"lifo")) or not _zero(g(b"delay")) or not _zero(g(b"priority")):
                 raise Bail("options")  # (the single path knows them)
             self.opts_ok = opts  # (the same raw options give the same dict: the next job skips the test)
         counter = self.counter + 1
