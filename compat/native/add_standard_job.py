@@ -253,12 +253,32 @@ def store_job(ctx: Ctx, id_key: bytes, meta_key: bytes, events_key: bytes, job_i
     """The add scripts' first calls, after :func:`job_checks`: INCR id, getOrSetMaxEvents, EXISTS of a custom
     id's job key, storeJob (``hm``: its HMSET, the added event). Returns maxLenEvents."""
     call = ctx.call
-    call(INCR, [b"INCR", id_key])
+    done = ctx.done
+    db = ctx.db
+    data = db.data
+    if done is None:
+        call(INCR, [b"INCR", id_key])
+    else:
+        # INCR id, inline: job_checks found it absent or a counter below the limit (its TTL, if any, stays)
+        cur = data.get(id_key)
+        ctx.wrote = True
+        data[id_key] = b"1" if cur is None else b"%d" % (str2int(cur) + 1)  # type: ignore[operator]
+        db.modified(id_key, cur is None)
+        done.append(INCR)
     # HGET meta opts.maxLenEvents: read by job_checks (meta is a hash or absent, and INCR wrote another key)
     max_events = _get_or_set_max_events(ctx, meta_key, max_events)
     if custom_id:
         call(EXISTS, [b"EXISTS", hm[1]])
-    call(HMSET, hm)
+    if done is None or hm[1] in data:
+        call(HMSET, hm)
+    else:
+        # HMSET of a new job hash, inline (Hash.set_pairs' work: the encoding follows the values' sizes)
+        h = Hash()
+        h.set_pairs(hm, 2)
+        ctx.wrote = True
+        data[hm[1]] = h
+        db.modified(hm[1], True)
+        done.append(HMSET)
     _xadd_star(ctx, [b"XADD", events_key, b"*", b"event", b"added", b"jobId", job_id, b"name", hm[3]])
     return max_events
 
@@ -359,7 +379,15 @@ def add_standard_job(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: Ad
     elif v.marker_first and not paused_or_maxed:
         _zadd_marker(ctx, marker_key)
     if v.prio is None:
-        call(push, [push.name.upper().encode(), wait_key, job_id])
+        lst = db.data.get(wait_key)
+        if ctx.done is None or lst is None:
+            call(push, [push.name.upper().encode(), wait_key, job_id])
+        else:
+            # LPUSH (RPUSH for LIFO) of one id, inline: the list checked above (nothing changed its type since)
+            ctx.wrote = True
+            lst.push_one(job_id, push is LPUSH)
+            db.modified(wait_key)
+            ctx.done.append(push)
     if not paused_or_maxed and not v.marker_first:
         _zadd_marker(ctx, marker_key)
     _xadd_star(ctx, [b"XADD", events_key, b"MAXLEN", b"~", max_events, b"*", b"event", b"waiting", b"jobId", job_id])
