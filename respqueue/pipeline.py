@@ -240,7 +240,7 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
             opts: dict[str, Any] | None = None, connection: Connection | None = None, *, prefix: str | None = None,
             batch_size: int = 1000, max_retries: int = 3, name_col: str | None = None,
             job_id_col: str | None = None, progress: Callable[..., Any] | None = None,
-            cluster: bool | None = None, queue_col: str | None = None) -> EnqueueResult:
+            cluster: bool | None = None, queue_col: str | None = None, progress_every: float = 0.25) -> EnqueueResult:
     """Add every row of the Spark DataFrame ``df`` to BullMQ queue ``queue``; one addBulk stream per partition.
 
     ``data_cols`` picks the columns that form each job's data (default: all); ``name`` is the job name, or
@@ -249,7 +249,8 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
 
     ``progress`` (a factory from respqueue/progress.py; default none) shows jobs added so far, out of
     ``df.count()`` (an extra pass over the input, only then), as the queue's id counter grows: BullMQ's
-    add scripts INCR it once per job, so jobs other producers add meanwhile count too.
+    add scripts INCR it once per job, so jobs other producers add meanwhile count too; the counter is read
+    every ``progress_every`` seconds.
 
     ``cluster``: the connection is a node of a Redis Cluster (None: ask the server, ``INFO cluster``); each
     queue then needs a hash tag. ``queue_col``: take each row's queue from this column (``queue`` where it is
@@ -274,7 +275,7 @@ def enqueue(df: Any, queue: str, name: str = "default", data_cols: list[str] | N
     watcher = None
     if progress is not None and queue_col is None:
         pr = progress(f"enqueue: {queue}", df.count(), "jobs")
-        watcher = _CounterWatch(connection, prefix, queue, pr, cluster=cluster)
+        watcher = _CounterWatch(connection, prefix, queue, pr, every_s=progress_every, cluster=cluster)
     try:
         parts = df.rdd.mapPartitionsWithIndex(_partition_adder(queue, kw)).collect()
     except BaseException:

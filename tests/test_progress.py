@@ -299,8 +299,10 @@ def test_enqueue_shows_jobs_added_as_they_go(spark, rq_server):
 
     n = 4000
     df = spark.createDataFrame([(i,) for i in range(n)], ["i"]).repartition(2)
+    # (the counter read every 10 ms: 4,000 jobs take a few tenths of a second, the default 0.25 s could miss them)
     res = enqueue(
-        df, "progress", connection={"host": "127.0.0.1", "port": rq_server.port}, batch_size=100, progress=factory
+        df, "progress", connection={"host": "127.0.0.1", "port": rq_server.port}, batch_size=100, progress=factory,
+        progress_every=0.01,
     )
     assert res.total == n and res.summary().startswith(f"added {n} jobs to progress from 2 partition(s) in ")
     lines = plain_lines(out.getvalue(), "enqueue: progress")
