@@ -14,12 +14,14 @@ import msgpack
 from hiredis import pack_command
 
 from lua.convert import format_number_arg, truncate
+from respqueue.commands.lists import _pop_done
 from respqueue.commands.registry import Command
 from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
 from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
 from respqueue.resp import _BULK_HDR, _MBULK, Encoded, RedisError
 from respqueue.types.hash import Hash, unpacked
+from respqueue.types.list import List
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
 
@@ -241,6 +243,27 @@ def _pop_next(call: Any, wait_key: bytes, active_key: bytes, prio_key: bytes, pc
             call(LPUSH, [b"LPUSH", active_key, job_id])
         else:
             call(DEL, [b"DEL", pc_key])
+    return job_id
+
+
+def _take_next(ctx: Ctx, wait: Any, wait_key: bytes, active_key: bytes, prio_key: bytes, pc_key: bytes) -> bytes | None:
+    """A fetch's moveJobFromWaitToActive / from prioritized: the next job id, now in active (or None). With no
+    MONITOR client and a waiting job, the RPOPLPUSH is made inline: ``wait`` is the wait list the caller checked
+    (its last job is the next one) and nothing wrote it since; active is the list the caller checked, or absent."""
+    done = ctx.done
+    if done is None or not wait:
+        return _pop_next(ctx.call, wait_key, active_key, prio_key, pc_key)
+    db = ctx.db
+    ctx.wrote = True
+    job_id: bytes = wait.pop_one(False)
+    dst = db.data.get(active_key)
+    if dst is None:
+        db.add(active_key, List((job_id,)))
+    else:
+        dst.push_one(job_id, True)
+        db.modified(active_key)
+    _pop_done(db, wait_key, wait)
+    done.append(RPOPLPUSH)
     return job_id
 
 

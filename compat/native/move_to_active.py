@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
-from respqueue.commands.lists import _pop_done
 from respqueue.types.list import List
 from respqueue.types.zset import ZSet
 
@@ -19,7 +18,6 @@ from .helpers import (
     _PREPARE_MARKER,
     HEXISTS,
     HMGET,
-    RPOPLPUSH,
     ZRANGEBYSCORE,
     _check,
     _check_job_for_processing,
@@ -32,8 +30,8 @@ from .helpers import (
     _next_job_id,
     _paused_or_maxed,
     _paused_or_maxed_attrs,
-    _pop_next,
     _prepare_job,
+    _take_next,
     _truthy,
     _unpack,
     _writes_events,
@@ -158,21 +156,7 @@ def move_to_active(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtaV
         done.append(ZRANGEBYSCORE)
     if paused_or_maxed:
         return [0, 0, 0, 0]
-    if done is not None and wait:
-        # moveJobFromWaitToActive's RPOPLPUSH, inline: ``wait`` is the list checked above (its last job is
-        # ``nxt``) and nothing wrote it since; active is the list checked above, or absent
-        ctx.wrote = True
-        job_id = wait.pop_one(False)
-        dst = db.data.get(active_key)
-        if dst is None:
-            db.add(active_key, List((job_id,)))
-        else:
-            dst.push_one(job_id, True)
-            db.modified(active_key)
-        _pop_done(db, wait_key, wait)
-        done.append(RPOPLPUSH)
-    else:
-        job_id = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+    job_id = _take_next(ctx, wait, wait_key, active_key, prio_key, pc_key)
     if job_id is None:
         return _next_delay_reply(call, delayed_key) or [0, 0, 0, 0]
     # prepareJobForProcessing

@@ -38,7 +38,6 @@ from .helpers import (
     HSET,
     LLEN,
     LREM,
-    RPOPLPUSH,
     SCARD,
     SREM,
     XADD,
@@ -58,8 +57,8 @@ from .helpers import (
     _next_job_id,
     _paused_or_maxed,
     _paused_or_maxed_attrs,
-    _pop_next,
     _prepare_job,
+    _take_next,
     _truthy,
     _unpack,
     _writes_events,
@@ -511,21 +510,7 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
             done.append(ZRANGEBYSCORE)
         if paused_or_maxed:
             return [0, 0, 0, 0]
-        if done is not None and wait:
-            # moveJobFromWaitToActive's RPOPLPUSH, inline: ``wait`` is the list checked above (its last
-            # job is ``nxt``) and nothing wrote it since; active is the list checked above or, emptied by
-            # the LREM, gone
-            nid = wait.pop_one(False)
-            dst = db.data.get(active_key)
-            if dst is None:
-                db.add(active_key, List((nid,)))
-            else:
-                dst.push_one(nid, True)
-                db.modified(active_key)
-            _pop_done(db, wait_key, wait)
-            done.append(RPOPLPUSH)
-        else:
-            nid = _pop_next(call, wait_key, active_key, prio_key, pc_key)
+        nid = _take_next(ctx, wait, wait_key, active_key, prio_key, pc_key)
         if nid is not None:
             return _prepare_job(ctx, prefix, events_key, marker_key, nid, ts, token, lock_ms, worker, variant.marker,
                                 variant.prepare, xadd)

@@ -72,42 +72,40 @@ async def fill(q: Queue, n: int, batch: int = 1000) -> None:
         await q.addBulk([{"name": "j", "data": {"i": c + k}} for k in range(min(batch, n - c))])
 
 
-async def w_add(conn: dict[str, Any]) -> dict[str, Any]:
-    q = Queue("bench_add", conn)
+async def _timed_adds(conn: dict[str, Any], queue: str, warm: Any, adds: Any) -> dict[str, Any]:
+    """Add ``--jobs`` jobs to ``queue`` with ``adds(q, n)`` between the marks, after ``warm(q)`` (the script's
+    first EVALSHA on the connection, not timed); every one must be waiting afterwards."""
+    q = Queue(queue, conn)
     try:
-        await q.add("warm", {"i": -1})  # the script's first EVAL on this connection: not timed
+        await warm(q)
         n = OPTS["jobs"]
+        await mark("start")
+        t0 = time.perf_counter()
+        await adds(q, n)
+        ms = (time.perf_counter() - t0) * 1000
+        await mark("end")
+        wait = await q.getWaitingCount()
+        return {"jobs": n, "ms": ms, "ok": wait == n + 1, "wait": wait - 1}
+    finally:
+        await q.close()
+
+
+async def w_add(conn: dict[str, Any]) -> dict[str, Any]:
+    async def adds(q: Queue, n: int) -> None:
         nxt = iter(range(n))
 
         async def lane() -> None:
             for i in nxt:
                 await q.add("j", {"i": i})
 
-        await mark("start")
-        t0 = time.perf_counter()
         await asyncio.gather(*(lane() for _ in range(OPTS["inflight"])))
-        ms = (time.perf_counter() - t0) * 1000
-        await mark("end")
-        wait = await q.getWaitingCount()
-        return {"jobs": n, "ms": ms, "ok": wait == n + 1, "wait": wait - 1}
-    finally:
-        await q.close()
+
+    return await _timed_adds(conn, "bench_add", lambda q: q.add("warm", {"i": -1}), adds)
 
 
 async def w_addbulk(conn: dict[str, Any]) -> dict[str, Any]:
-    q = Queue("bench_bulk", conn)
-    try:
-        await q.addBulk([{"name": "warm", "data": {"i": -1}}])
-        n = OPTS["jobs"]
-        await mark("start")
-        t0 = time.perf_counter()
-        await fill(q, n, OPTS["batch"])
-        ms = (time.perf_counter() - t0) * 1000
-        await mark("end")
-        wait = await q.getWaitingCount()
-        return {"jobs": n, "ms": ms, "ok": wait == n + 1, "wait": wait - 1}
-    finally:
-        await q.close()
+    return await _timed_adds(conn, "bench_bulk", lambda q: q.addBulk([{"name": "warm", "data": {"i": -1}}]),
+                             lambda q, n: fill(q, n, OPTS["batch"]))
 
 
 async def w_process(conn: dict[str, Any]) -> dict[str, Any]:
