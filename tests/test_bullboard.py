@@ -118,6 +118,10 @@ def normalise(value: Any, key: str = "") -> Any:
         return [normalise(v, key) for v in value]
     if key in TIME_FIELDS and isinstance(value, (int, float)):
         return "<time>"
+    if key == "stacktrace" and isinstance(value, str):
+        # Node's own frames (runNextTicks, processTimers...) show when the processor's await resumed from a
+        # timer tick: the seeder's timing, not the server's answer
+        return "\n".join(ln for ln in value.split("\n") if "(node:internal/" not in ln)
     return value
 
 
