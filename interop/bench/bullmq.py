@@ -61,6 +61,36 @@ def python_client_version(client_dir: str) -> str:
     return r.stdout.strip() or "?"
 
 
+def add_client_args(ap: argparse.ArgumentParser) -> None:
+    """``--client-dir`` and ``--client`` (the runners that drive bullmq_bench.js or bullmq_bench_py.py)."""
+    ap.add_argument("--client-dir", default=None,
+                    help="folder whose node_modules holds the bullmq to drive (default interop/; "
+                         "interop/bullmq5 for BullMQ 5.x); with --client python: a folder put on PYTHONPATH "
+                         "(interop/bullmq5/python for PyPI bullmq 2.x; default: the installed release)")
+    ap.add_argument("--client", default="node", choices=("node", "python"),
+                    help="drive the workloads with BullMQ's Node client (default) or its Python client")
+
+
+def use_client(client: str, client_dir: str | None) -> None:
+    """Drive the workloads with ``client`` ("node" or "python") from ``client_dir`` (None: the default)."""
+    CLIENT[0] = client
+    if client == "python":
+        CLIENT_DIR[0] = os.path.abspath(client_dir) if client_dir else ""
+    else:
+        CLIENT_DIR[0] = os.path.abspath(client_dir or CLIENT_DIR[0])
+
+
+def driver_command() -> tuple[list[str], dict[str, str]]:
+    """The chosen driver's command (before its PORT WORKLOAD arguments) and environment."""
+    env = dict(os.environ)
+    if CLIENT[0] == "python":
+        if CLIENT_DIR[0]:
+            env["PYTHONPATH"] = CLIENT_DIR[0]
+        return [sys.executable, PY_DRIVER], env
+    env["BULLMQ_CLIENT_DIR"] = CLIENT_DIR[0]
+    return ["node", DRIVER], env
+
+
 def python_client_version_of(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -110,15 +140,10 @@ def flushall(port: int) -> None:
 
 
 def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float, float]:
-    """Run the Node driver once against ``srv``; return its result, the server CPU seconds spent
-    between its MARK start and MARK end, and how many of them its child processes spent."""
-    env = {**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]}
-    argv = ["node", DRIVER]
-    if CLIENT[0] == "python":
-        argv = [sys.executable, PY_DRIVER]
-        env.pop("BULLMQ_CLIENT_DIR")
-        if CLIENT_DIR[0]:
-            env["PYTHONPATH"] = CLIENT_DIR[0]
+    """Run the driver (Node's, or Python's with ``--client python``) once against ``srv``; return its result,
+    the server CPU seconds spent between its MARK start and MARK end, and how many of them its child
+    processes spent."""
+    argv, env = driver_command()
     if isinstance(srv, PgProc):
         env["BULLMQ_PG"] = srv.url  # the driver drops the schema (the flush) and migrates afresh
     else:
@@ -200,19 +225,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="respqueue --durability (default: the server's default, durable)")
     ap.add_argument("--redis-aof", default="no", choices=("always", "everysec", "no"),
                     help="Redis appendonly yes with this appendfsync (default: no persistence)")
-    ap.add_argument("--client-dir", default=None,
-                    help="folder whose node_modules holds the bullmq to drive (default interop/; "
-                         "interop/bullmq5 for BullMQ 5.x); with --client python: a folder put on PYTHONPATH "
-                         "(interop/bullmq5/python for PyPI bullmq 2.x; default: the installed release)")
-    ap.add_argument("--client", default="node", choices=("node", "python"),
-                    help="drive the workloads with BullMQ's Node client (default) or its Python client")
+    add_client_args(ap)
     ap.add_argument("--respqueue-args", default="", help="extra respqueue flags, e.g. '--native-scripts off'")
     ap.add_argument("--postgres", action="store_true",
                     help="add BullMQ's own PostgreSQL backend on a throwaway PostgreSQL as a third server")
     a = ap.parse_args(argv)
-    CLIENT[0] = a.client
+    use_client(a.client, a.client_dir)
     if a.client == "python":
-        CLIENT_DIR[0] = os.path.abspath(a.client_dir) if a.client_dir else ""
         if python_client_version(CLIENT_DIR[0]) == "?":
             print("needs BullMQ's Python client: pip install bullmq (or --client-dir with a release in it)",
                   file=sys.stderr)
@@ -221,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
             print("--postgres needs the Node client (BullMQ 6's PostgreSQL backend)", file=sys.stderr)
             return 2
     else:
-        CLIENT_DIR[0] = os.path.abspath(a.client_dir or CLIENT_DIR[0])
         if shutil.which("node") is None or not os.path.isdir(os.path.join(CLIENT_DIR[0], "node_modules", "bullmq")):
             print(f"needs node and `npm ci` in {CLIENT_DIR[0]}", file=sys.stderr)
             return 2

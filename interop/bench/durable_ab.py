@@ -52,17 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the base server's interpreter (e.g. another CPython build; --base may then be this checkout)")
     ap.add_argument("--base-path", default="",
                     help="with --base-python: a folder of its packages (pip install --target), put on PYTHONPATH")
-    ap.add_argument("--client-dir", default=None,
-                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x); with "
-                         "--client python, a folder put on PYTHONPATH (interop/bullmq5/python: PyPI bullmq 2.x)")
-    ap.add_argument("--client", default="node", choices=("node", "python"),
-                    help="BullMQ's Node client (default) or its Python client drives the workloads")
+    bullmq.add_client_args(ap)
     a = ap.parse_args(argv)
-    bullmq.CLIENT[0] = a.client
-    if a.client == "python":
-        bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir) if a.client_dir else ""
-    else:
-        bullmq.CLIENT_DIR[0] = os.path.abspath(a.client_dir or bullmq.CLIENT_DIR[0])
+    bullmq.use_client(a.client, a.client_dir)
     servers: list[tuple[str, Callable[[], Proc]]] = [
         (f"redis {a.redis_aof}", lambda: start_redis(*redis_aof_flags(a.redis_aof))),
         ("base", lambda: start_at(os.path.abspath(a.base), "--durability", a.base_durability or a.durability,

@@ -36,7 +36,7 @@ import time
 
 from tests.servers import free_port, respqueue_argv
 
-from .bullmq import CLIENT, CLIENT_DIR, DRIVER, PY_DRIVER
+from .bullmq import add_client_args, driver_command, use_client
 from .common import ROOT, Proc
 
 # (module, class or "", function, label): wrapped with thread_time counters in the server
@@ -150,12 +150,7 @@ def measure(workload: str, jobs: int, tap: str, only: str = "") -> int:
         try:
             par = (["--concurrency", "50"] if workload == "process" else ["--batch", "1000"] if workload == "addbulk"
                    else ["--inflight", "50"])
-            if CLIENT[0] == "python":
-                drv = [sys.executable, PY_DRIVER]
-                denv = {**os.environ, **({"PYTHONPATH": CLIENT_DIR[0]} if CLIENT_DIR[0] else {})}
-            else:
-                drv = ["node", DRIVER]
-                denv = {**os.environ, "BULLMQ_CLIENT_DIR": CLIENT_DIR[0]}
+            drv, denv = driver_command()
             p = subprocess.Popen([*drv, str(port), workload, "--jobs", str(jobs), *par, "--sync"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=denv)
             assert p.stdin is not None and p.stdout is not None
@@ -243,17 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", default="",
                     help="wrap only the parts whose label holds one of these comma-separated words (e.g. layout,"
                          "journal: leaves the per-event parts unwrapped, to see the wrappers' cost in the loop's CPU)")
-    ap.add_argument("--client-dir", default=None,
-                    help="folder whose node_modules holds the bullmq to drive (interop/bullmq5: BullMQ 5.x); with "
-                         "--client python, a folder put on PYTHONPATH (interop/bullmq5/python: PyPI bullmq 2.x)")
-    ap.add_argument("--client", default="node", choices=("node", "python"),
-                    help="BullMQ's Node client (default) or its Python client (bullmq_bench_py.py) drives the workload")
+    add_client_args(ap)
     a = ap.parse_args(argv)
-    CLIENT[0] = a.client
-    if a.client == "python":
-        CLIENT_DIR[0] = os.path.abspath(a.client_dir) if a.client_dir else ""
-    else:
-        CLIENT_DIR[0] = os.path.abspath(a.client_dir or CLIENT_DIR[0])
+    use_client(a.client, a.client_dir)
     if a.replay:
         return replay(a.replay, a.rounds)
     return measure(a.workload, a.jobs, a.tap, a.parts)
