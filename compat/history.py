@@ -194,6 +194,8 @@ def _jid(b: bytes) -> bytes:
 # no trailing nulls (``history_schema.pack``'s form; ``->>`` and the export read a missing element as null)
 _ADDED = b'[%s,"%s",%s,"added"%s]'  # + ",null,null,null,null,<delay>" for a delayed job
 _WAITING = b'[%s,"%s",%s,"waiting"]'
+# the events of a job that waits (added, or back in a queue): a cold job hash is read, not thawed, for them
+_WAITING_EVENTS = frozenset((b"added", b"waiting", b"delayed", b"prioritized"))
 _ACTIVE = b'[%s,"%s",%s,"active",%d%s]'  # + ",<worker>" when the worker is known
 _FINISHED = b'[%s,"%s",%s,"%s",%s,%s,%s,%s]'  # event: completed or failed (then _trim)
 _EVENT = b'[%s,"%s",%s,%s,%s,%s,%s,null,%s]'  # the other events (their returnvalue_size is null; then _trim)
@@ -472,8 +474,12 @@ class HistoryCapture:
                 ch = ad[5]
                 if (h is ad[4] and self._rows is self.journal.row_ops and self._open.get(ad[6]) is ch
                         and len(ch.events) < CHUNK_MAX):
-                    nm = (h.d.get if type(h) is Hash else h.get)(b"name")
-                    ch.events.append(_WAITING % (self._msb, ad[7], ad[8] if nm is ad[9] else _jsm(nm)))
+                    if type(h) is Hash:
+                        nm = h.d.get(b"name")
+                        nj = ad[8] if nm is ad[9] else _jsm(nm)
+                    else:
+                        nj = ad[8]  # (a cold hash, the same object: its name has not changed)
+                    ch.events.append(_WAITING % (self._msb, ad[7], nj))
                     ch.ms.append(ms)
                     return
         info = self._keys.get(key, False)
@@ -490,7 +496,10 @@ class HistoryCapture:
         h = db.data.get(jkey)
         if h is not None and type(h) is not Hash:
             if type(h) is ColdHash:
-                h = db.thaw(jkey, h)  # (a cold job: a plain Hash again, as any reader gets it)
+                if ev not in _WAITING_EVENTS:  # (a waiting job's is read as it is: new jobs are stored cold)
+                    # a cold job: a plain Hash again, as any reader gets it (an 'active' one is written next,
+                    # which notes it for compaction: not noted here)
+                    h = db.thaw(jkey, h, ev != b"active")
             elif getattr(h, "rtype", None) != b"hash":
                 h = None
         if self._unresolved:

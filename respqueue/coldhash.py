@@ -28,6 +28,7 @@ from collections import deque
 from typing import Any
 
 from .events import HASH_SWAPPED
+from .persistence.codec import COMPACT_MAX_BYTES
 from .persistence.codec import COMPACT_MAX_FIELDS as MAX_FIELDS  # as the one-row hashes of the generic rows
 from .types import hash as hash_mod
 from .types.hash import _STORED, ColdHash, Hash, PackedHash, pack_small
@@ -223,6 +224,29 @@ class ColdHashes:
         while self._recode:
             self._recode_step(float("inf"))
         return n
+
+
+def pack_now(db: Any, key: bytes, h: Hash) -> bool:
+    """Hold the plain small hash ``h``, the value at ``key`` in ``db``, packed from now on (a :class:`ColdHash`),
+    as the compactor would once it had been left alone for ``--hash-compact-delay``: for a writer that knows
+    nobody reads it soon (compat: a BullMQ job just added or just finished). Packed now, its live objects are
+    freed with the request's other garbage, where a second later they would leave holes between what was
+    allocated since. Its content does not change: nothing is journaled or signalled but ``hash_swapped``.
+    False (left as it is) when compaction is off, or for a hash the compactor would not pack, or one over a
+    row's size that the store keeps a row per field."""
+    if hash_mod.COLD is None or h._blob is not None or h._ix is not None or h._jlog is not None:
+        return False
+    d = h.d
+    if not d or (h.ht and len(d) > MAX_FIELDS):
+        return False
+    cold = ColdHash.of(h.ht, d)
+    if h.ht and len(cold) > COMPACT_MAX_BYTES:
+        return False
+    db.data[key] = cold
+    if HASH_SWAPPED:
+        for fn in HASH_SWAPPED:
+            fn(db, key, h, cold)
+    return True
 
 
 def setup(server: Any) -> None:

@@ -84,14 +84,15 @@ class Database:
                 return None
         return v
 
-    def thaw(self, key: bytes, v: ColdHash) -> Hash:
+    def thaw(self, key: bytes, v: ColdHash, note: bool = True) -> Hash:
         """Replace the cold hash ``v`` at ``key`` with a plain :class:`Hash` of its fields (no change of
         content: nothing is journaled or signalled) and note it as a candidate for compaction again,
-        as its same blob while it is not changed (respqueue/coldhash.py)."""
+        as its same blob while it is not changed (respqueue/coldhash.py); ``note`` False: not noted, for
+        a caller that writes it next (the write notes it)."""
         h = v.thawed()
         self.data[key] = h
         cold = _hash_mod.COLD
-        if cold is not None:
+        if cold is not None and note:
             cold.cur[h] = (v, (self.index, key))
         if HASH_SWAPPED:
             for fn in HASH_SWAPPED:

@@ -355,11 +355,88 @@ const { Queue, Worker } = require('bullmq');
 """
 
 
+NEW_JS = r"""
+const { Queue } = require('bullmq');
+(async () => {
+  const [port] = process.argv.slice(1).map(Number);
+  const q = new Queue('fresh', { connection: { host: '127.0.0.1', port } });
+  const ids = [];
+  for (const j of await q.addBulk([1, 2, 3, 4].map(i => ({ name: 'b', data: { i, s: 'x'.repeat(80 * (i % 2)) } }))))
+    ids.push(j.id);
+  ids.push((await q.add('one', { i: 5 })).id);
+  ids.push((await q.add('custom', { i: 6 }, { jobId: 'c6' })).id);
+  ids.push((await q.add('late', { i: 7 }, { delay: 60000 })).id);
+  ids.push((await q.add('prio', { i: 8 }, { priority: 3 })).id);
+  await q.close();
+  console.log(JSON.stringify({ ids }));
+})().catch(e => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });
+"""
+
+
+FINISH_JS = r"""
+const { Worker } = require('bullmq');
+(async () => {
+  const [port, n] = process.argv.slice(1).map(Number);
+  const finished = [];
+  const w = new Worker('fresh', async job => { if (job.data.i === 3) throw new Error('three'); return job.data.i * 2; },
+                       { connection: { host: '127.0.0.1', port }, concurrency: 2 });
+  await new Promise((res, rej) => {
+    const one = (job, how) => { finished.push([job.id, how]); if (finished.length === n) res(); };
+    w.on('completed', job => one(job, 'completed'));
+    w.on('failed', job => one(job, 'failed'));
+    setTimeout(() => rej(new Error('timeout')), 60000).unref();
+  });
+  await w.close();
+  console.log(JSON.stringify({ finished }));
+})().catch(e => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });
+"""
+
+
+@pytest.mark.skipif(not NODE_OK, reason="node and interop/node_modules/bullmq are needed")
+@pytest.mark.parametrize("mode", ["durable", "memory"])
+def test_new_and_finished_jobs_are_stored_packed(mode: str) -> None:
+    """A job's hash is held packed from its add (addBulk's run, a single add, a custom id, a delayed and a
+    prioritized job; listpack and hashtable jobs) and again from the moment it completes, long before the compaction delay, and the compactor packed none of them; their fields read
+    back as written. With compaction off they stay live hashes."""
+    for delay, want in (("600000", 2), ("0", 0)):
+        srv = start_respqueue("--durability", mode, "--hash-compact-delay", delay)
+        try:
+            ids = _node(NEW_JS, srv.port)["ids"]
+            assert len(ids) == 8
+            c = redis.Redis(port=srv.port, socket_timeout=5)
+            keys = [b"bull:fresh:%s" % i.encode() for i in ids]
+            assert [c.execute_command("DEBUG", "PACKED", k) for k in keys] == [want] * 8, delay
+            assert c.execute_command("DEBUG", "COLD-HASHES")[0] == 0
+            encodings = [c.object("encoding", k) for k in keys[:2]]
+            assert encodings == [b"hashtable", b"listpack"]  # (data over 64 bytes, and not)
+            for k, i in zip(keys, range(1, 9), strict=True):
+                h = c.hgetall(k)
+                assert json.loads(h[b"data"])["i"] == i and h[b"name"] and h[b"timestamp"], h
+            assert c.hget(keys[6], "delay") == b"60000" and c.hget(keys[7], "priority") == b"3"
+            # the seven that are not delayed: taken (the reads above thawed them: packed again when they finish)
+            fin = dict(_node(FINISH_JS, srv.port, 7)["finished"])
+            assert sorted(fin.values()) == ["completed"] * 6 + ["failed"], fin
+            # (the failed one: BullMQ 6 sends its stacktrace as fields to update, which the Lua path runs)
+            done = [k for k, i in zip(keys, ids, strict=True) if fin.get(i) == "completed"]
+            assert [c.execute_command("DEBUG", "PACKED", k) for k in done] == [want] * 6, delay
+            assert c.execute_command("DEBUG", "COLD-HASHES")[0] == 0
+            for k, i in zip(keys, range(1, 9), strict=True):
+                h = c.hgetall(k)
+                if i == 3:
+                    assert h[b"failedReason"] == b"three" and h[b"atm"] == b"1" and h[b"finishedOn"], h
+                elif i != 7:
+                    assert h[b"returnvalue"] == b"%d" % (2 * i) and h[b"finishedOn"] and h[b"processedOn"], h
+            c.close()
+        finally:
+            srv.stop()
+
+
 @pytest.mark.skipif(not NODE_OK, reason="node and interop/node_modules/bullmq are needed")
 @pytest.mark.parametrize("mode", ["durable", "memory"])
 def test_hot_jobs_are_never_packed(mode: str) -> None:
-    """Jobs taken as soon as they are added (and removed on completion) are never packed, with the
-    default delay: at most the queue's meta hash and the like go cold."""
+    """Jobs taken as soon as they are added (and removed on completion) are never packed by the compactor,
+    with the default delay (a new job's hash is stored packed, and taking it thaws it once): at most the
+    queue's meta hash and the like go cold."""
     rq = start_respqueue("--durability", mode)
     try:
         out = _node(HOT_JS, rq.port, 150)
@@ -413,6 +490,7 @@ def test_cold_forms_round_trip(monkeypatch: Any) -> None:
             assert hm.decode_small(want) == (ht, d)
             h = c.thawed()
             assert type(h) is hm.Hash and h.ht is ht and h.to_dict() == d
+            assert [c.get(f) for f in d] == list(d.values()) and c.get(b"absent") is None
         assert len(hm.ColdHash.of(ht, d)) < len(stored)
     monkeypatch.setattr(hm, "SHAPES_MAX", len(hm._SHAPES))
     d = {b"never": b"seen", b"before": b"1"}

@@ -20,7 +20,7 @@ from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
 from respqueue.keyspace import mstime
 from respqueue.numbers import str2int
 from respqueue.resp import _BULK_HDR, _MBULK, Encoded, RedisError
-from respqueue.types.hash import Hash, unpacked
+from respqueue.types.hash import ColdHash, Hash, unpacked
 from respqueue.types.list import List
 from respqueue.types.stream import MAX_ID, Stream
 from respqueue.types.zset import ZSet
@@ -449,7 +449,11 @@ def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, 
             _zadd_marker(ctx, marker_key)
         return _active_reply(call(HGETALL, [b"HGETALL", job_key]), job_id)
     xadd(ctx, [b"XADD", events_key, b"*", b"event", b"active", b"jobId", job_id, b"prev", b"waiting"])
-    h = unpacked(db.lookup(job_key))  # a job that waited long is packed (respqueue/coldhash.py)
+    h = db.peek(job_key)
+    if type(h) is ColdHash:  # a waiting job is held packed (respqueue/coldhash.py): written below, noted then
+        h = db.thaw(job_key, h, False)
+    else:
+        h = unpacked(h)
     # HMSET processedOn [pb], HINCRBY ats: one signal for the two inline writes to the job hash
     if worker is not None:
         inline = _hset(ctx, HMSET, [b"HMSET", job_key, b"processedOn", ts, b"pb", worker], h, False)

@@ -6,6 +6,7 @@ import logging
 from typing import Any, NamedTuple
 
 from lua.convert import format_number_arg
+from respqueue.coldhash import pack_now
 from respqueue.commands.lists import _pop_done
 from respqueue.commands.streams import append_star, node_limits, xtrim_approx
 from respqueue.commands.zsets import _zadd1
@@ -490,6 +491,10 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
     if failed and attempts_made >= attempts:
         call(XADD, [b"XADD", events_key, b"*", b"event", b"retries-exhausted", b"jobId", job_id,
                     b"attemptsMade", b"%d" % attempts_made])
+    if not remove and db.data.get(job_key) is job:
+        # a finished job is not read again by its worker: held packed now, not a --hash-compact-delay later
+        # (the same packing, without the compactor's bookkeeping or the holes its live objects would leave)
+        pack_now(db, job_key, job)
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
         if variant.meta is None:  # getTargetQueueList before 5.9: paused or not, no concurrency limit

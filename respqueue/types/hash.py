@@ -298,6 +298,7 @@ _SHAPES: list[tuple[bytes, ...]] = []  # the memory-only ones
 _SHAPE_NO: dict[tuple[bytes, ...], int] = {}  # names -> number (a store shape's when it is one)
 _STORE_NO: dict[tuple[bytes, ...], int] = {}  # names -> number, store shapes only
 _BY_NO: dict[int, tuple[bytes, ...]] = {}  # number -> names, both kinds
+_POS: dict[int, dict[bytes, int]] = {}  # number -> {name: its value's index in the packed array}
 _pack = msgpack.Packer(use_bin_type=True).pack
 _unpack = msgpack.unpackb
 _STORED = 0x92  # first byte of the names form: msgpack fixarray of 2, [hashtable?, {field: value}] (the
@@ -326,6 +327,19 @@ def register_store_shapes(shapes: Iterable[tuple[bytes, ...]]) -> None:
         _BY_NO[no] = names
 
 
+def shape_no(names: tuple[bytes, ...]) -> int | None:
+    """The number of the shape of field names ``names`` (a store shape's, else a memory-only one, numbered
+    now if new); None when there is none to be had (no field, or the memory-only table full)."""
+    no = _SHAPE_NO.get(names)
+    if no is None:
+        if len(_SHAPES) >= SHAPES_MAX or not names:  # (no field: [ht, no] would read as the names form)
+            return None
+        no = _SHAPE_NO[names] = STORE_SHAPES_MAX + len(_SHAPES)
+        _SHAPES.append(names)
+        _BY_NO[no] = names
+    return no
+
+
 def pack_small(ht: bool, d: dict[bytes, bytes]) -> bytes:
     """The store's form of a small hash (``keys.value``): with its store shape's number when it has one,
     else with its names."""
@@ -340,9 +354,23 @@ def decode_small(b: bytes) -> tuple[bool, dict[bytes, bytes]]:
     if b[0] == _STORED:
         ht, d = _unpack(b, raw=True)
         return ht, d
-    it = iter(_unpack(b, raw=True))
-    ht = next(it)
-    return ht, dict(zip(_BY_NO[next(it)], it, strict=True))
+    v = _unpack(b, raw=True)
+    names = _BY_NO[v[1]]
+    if len(names) != len(v) - 2:
+        raise ValueError("a packed hash's values do not match its shape")
+    return v[0], dict(zip(names, v[2:]))  # noqa: B905  (the test above: zip(strict=True) costs more)
+
+
+def _get_small(b: bytes, field: bytes) -> bytes | None:
+    """One field of a small hash packed in either form (None: absent), without building its dict."""
+    if b[0] == _STORED:
+        return _unpack(b, raw=True)[1].get(field)  # type: ignore[no-any-return]
+    v = _unpack(b, raw=True)
+    pos = _POS.get(v[1])
+    if pos is None:
+        pos = _POS[v[1]] = {f: i for i, f in enumerate(_BY_NO[v[1]], 2)}
+    i = pos.get(field)
+    return None if i is None else v[i]  # type: ignore[no-any-return]
 
 
 def _store_form(b: bytes) -> bool:
@@ -377,15 +405,17 @@ class ColdHash(bytes):
     @classmethod
     def of(cls, ht: bool, d: dict[bytes, bytes]) -> ColdHash:
         """The cold form of a hash (``ht``: hashtable-encoded) with fields ``d``, in their order."""
-        names = tuple(d)
-        no = _SHAPE_NO.get(names)
+        no = shape_no(tuple(d))
         if no is None:
-            if len(_SHAPES) >= SHAPES_MAX or not names:  # (no field: [ht, no] would read as the names form)
-                return cls(_pack([ht, d]))
-            no = _SHAPE_NO[names] = STORE_SHAPES_MAX + len(_SHAPES)
-            _SHAPES.append(names)
-            _BY_NO[no] = names
+            return cls(_pack([ht, d]))
         return cls(_pack([ht, no, *d.values()]))
+
+    @classmethod
+    def shaped(cls, head: list[Any], values: Iterable[bytes]) -> ColdHash:
+        """The cold form of a hash from ``head``, ``[hashtable?, shape_no(names)]`` (not None), and its
+        values in the names' order: :meth:`of` without the dict, for a writer that knows its hash's names
+        (a new BullMQ job's: compat/native/add_standard_job.py)."""
+        return cls(_pack([*head, *values]))
 
     def fields(self) -> tuple[bool, dict[bytes, bytes]]:
         """(hashtable?, {field: value}) in the hash's order."""
@@ -413,7 +443,7 @@ class ColdHash(bytes):
 
     # read-only views for the keyspace's direct readers (metrics, dashboard, maxmemory's estimate)
     def get(self, field: bytes) -> bytes | None:
-        return self.fields()[1].get(field)
+        return _get_small(self, field)
 
     def to_dict(self) -> dict[bytes, bytes]:
         return self.fields()[1]
