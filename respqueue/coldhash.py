@@ -243,6 +243,7 @@ def pack_now(db: Any, key: bytes, h: Hash) -> bool:
     if h.ht and len(cold) > COMPACT_MAX_BYTES:
         return False
     db.data[key] = cold
+    hash_mod.COLD.cur.pop(h, None)  # (noted by its last change, most likely in the open bucket: nothing to do later)
     if HASH_SWAPPED:
         for fn in HASH_SWAPPED:
             fn(db, key, h, cold)

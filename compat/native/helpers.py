@@ -180,13 +180,17 @@ def _check_job_for_processing(ctx: Ctx, keys: list[bytes] | frozenset[bytes], pr
     job_key = prefix + job_id
     if job_key in keys or job_key + b":lock" in keys:
         raise Bail("key clash")
-    job = _check(ctx.db, job_key, Hash)
-    if job is not None:
-        ats = job.get(b"ats")
-        if ats is not None:
-            n = str2int(ats)
-            if n is None or n >= _INT64_MAX:
-                raise Bail("ats")
+    db = ctx.db
+    job = db.data.get(job_key)
+    if type(job) is ColdHash and not (db.expires and job_key in db.expires):
+        ats = job.get(b"ats")  # (a waiting job is held packed: read as it is, the take thaws it once)
+    else:
+        job = _check(db, job_key, Hash)
+        ats = None if job is None else job.get(b"ats")
+    if ats is not None:
+        n = str2int(ats)
+        if n is None or n >= _INT64_MAX:
+            raise Bail("ats")
 #: prepareJobForProcessing's job hash write (processedOn, then the optional pb) as the native path makes it
 _PREPARE_HASH = "HMSET|processedOn|?|?"
 

@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 from .common import PgProc, Proc, machine, start_postgres, start_redis, start_respqueue
@@ -51,6 +52,7 @@ WORKLOADS = ["add", "addbulk", "process", "latency"]
 CLIENT_DIR = [os.path.dirname(HERE)]
 #: which client drives the workloads: "node" (bullmq_bench.js) or "python" (bullmq_bench_py.py)
 CLIENT = ["node"]
+SETTLE = [0.0]  # --settle: seconds after a timed part whose server CPU is reported too
 
 
 def python_client_version(client_dir: str) -> str:
@@ -69,6 +71,19 @@ def add_client_args(ap: argparse.ArgumentParser) -> None:
                          "(interop/bullmq5/python for PyPI bullmq 2.x; default: the installed release)")
     ap.add_argument("--client", default="node", choices=("node", "python"),
                     help="drive the workloads with BullMQ's Node client (default) or its Python client")
+
+
+def add_settle_arg(ap: argparse.ArgumentParser) -> None:
+    """``--settle S``: also count each server's CPU over the S seconds after the timed part (see run_driver)."""
+    ap.add_argument("--settle", type=float, default=0.0, metavar="S",
+                    help="also report each run's server CPU with the S seconds after its timed part: work the "
+                         "server deferred past it (respqueue packs a hash left alone for --hash-compact-delay, "
+                         "1 s) or that the next run would otherwise pay; both servers' idle cost is in it too "
+                         "(~0.3 ms a second each here). 0 (default): the timed part only")
+
+
+def use_settle(seconds: float) -> None:
+    SETTLE[0] = seconds
 
 
 def use_client(client: str, client_dir: str | None) -> None:
@@ -112,6 +127,7 @@ class Totals:
     seconds: float = 0.0
     cpu: float = 0.0
     child_cpu: float = 0.0  # of ``cpu``: the server's child processes (respqueue's writer)
+    cpu_settled: float = 0.0  # with --settle: the CPU with the seconds after each timed part
     samples: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -142,7 +158,8 @@ def flushall(port: int) -> None:
 def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: float = 1800) -> tuple[dict, float, float]:
     """Run the driver (Node's, or Python's with ``--client python``) once against ``srv``; return its result,
     the server CPU seconds spent between its MARK start and MARK end, and how many of them its child
-    processes spent."""
+    processes spent. With ``--settle S`` (use_settle) the result's ``cpu_settled`` is the server's CPU from
+    MARK start to S seconds after MARK end, the driver's connections still open."""
     argv, env = driver_command()
     if isinstance(srv, PgProc):
         env["BULLMQ_PG"] = srv.url  # the driver drops the schema (the flush) and migrates afresh
@@ -154,6 +171,7 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
     killer = threading.Timer(timeout, p.kill)
     killer.start()
     cpu0 = cpu1 = (0.0, 0.0)
+    settled: float | None = None
     result: dict = {"error": "driver printed no RESULT"}
     try:
         assert p.stdout is not None and p.stdin is not None
@@ -164,6 +182,10 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
                 p.stdin.flush()
             elif line.startswith("MARK end"):
                 cpu1 = srv.cpu_split()
+                if SETTLE[0] > 0:  # (the driver holds its connections open until "go")
+                    time.sleep(SETTLE[0])
+                    cpu2 = srv.cpu_split()
+                    settled = cpu2[0] + cpu2[1] - cpu0[0] - cpu0[1]
                 p.stdin.write("go\n")
                 p.stdin.flush()
             elif line.startswith("RESULT "):
@@ -173,6 +195,8 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
         killer.cancel()
     if p.returncode and "error" not in result:
         result["error"] = f"driver exited with {p.returncode}"
+    if settled is not None:
+        result["cpu_settled"] = settled
     child = cpu1[1] - cpu0[1]
     return result, cpu1[0] - cpu0[0] + child, child
 
@@ -226,11 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--redis-aof", default="no", choices=("always", "everysec", "no"),
                     help="Redis appendonly yes with this appendfsync (default: no persistence)")
     add_client_args(ap)
+    add_settle_arg(ap)
     ap.add_argument("--respqueue-args", default="", help="extra respqueue flags, e.g. '--native-scripts off'")
     ap.add_argument("--postgres", action="store_true",
                     help="add BullMQ's own PostgreSQL backend on a throwaway PostgreSQL as a third server")
     a = ap.parse_args(argv)
     use_client(a.client, a.client_dir)
+    use_settle(a.settle)
     if a.client == "python":
         if python_client_version(CLIENT_DIR[0]) == "?":
             print("needs BullMQ's Python client: pip install bullmq (or --client-dir with a release in it)",
@@ -285,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                     t.jobs += res["jobs"]
                     t.seconds += res["ms"] / 1000
                     t.cpu += cpu
+                    t.cpu_settled += res.get("cpu_settled", 0.0)
                     t.samples += res.get("samples", [])
                     rounds_of[srv.name].append((res["jobs_per_s"], cpu / res["jobs"] * 1000,
                                                 res.get("client_cpu_ms", float("nan")) / res["jobs"]))
@@ -329,6 +356,16 @@ def main(argv: list[str] | None = None) -> int:
         n = params_for(w, jobs, a.quick, a.rate)[1]
         ratio = f"{x.rate / y.rate:.2f}" if x.rate and y.rate else "n/a"
         print(f"| {w} | {int(n):,} | {x.rate:,.0f} | {y.rate:,.0f} | {ratio} | {x.cpu_per_1000:.3f} | {y.cpu_per_1000:.3f} |")
+    if SETTLE[0] > 0:
+        print()
+        print(f"server CPU s/1000 jobs with the {SETTLE[0]:g} s after each timed part (work deferred past it):")
+        print("| workload | respqueue | redis | respqueue/redis |")
+        print("|---|---|---|---|")
+        for w, tot in results.items():
+            x, y = tot["respqueue"], tot["redis"]
+            if x.jobs and y.jobs:
+                xs, ys = x.cpu_settled / x.jobs * 1000, y.cpu_settled / y.jobs * 1000
+                print(f"| {w} | {xs:.3f} | {ys:.3f} | {xs / ys:.2f} |")
     if pg:
         print()
         print("| workload | postgres jobs/s | respqueue/postgres | postgres CPU s/1000 jobs |")
