@@ -160,7 +160,8 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--metrics-host", dest="metrics_host",
                    help="address(es) of the metrics/dashboard HTTP server, default: --host" + env % "METRICS_HOST")
     s.add_argument("--hash-compact-delay", dest="hash_compact_delay", type=int, metavar="MS",
-                   help="keep small hashes untouched for MS ms packed (waiting jobs), default 1000; 0: never"
+                   help="keep small hashes untouched for MS ms packed (and BullMQ jobs from their add and completion), "
+                        "default 1000; 0: never"
                    + env % "HASH_COMPACT_DELAY")
     add_limit_flags(s)
     add_security_flags(s)
