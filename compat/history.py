@@ -194,8 +194,9 @@ def _jid(b: bytes) -> bytes:
 # no trailing nulls (``history_schema.pack``'s form; ``->>`` and the export read a missing element as null)
 _ADDED = b'[%s,"%s",%s,"added"%s]'  # + ",null,null,null,null,<delay>" for a delayed job
 _WAITING = b'[%s,"%s",%s,"waiting"]'
-# the events of a job that waits (added, or back in a queue): a cold job hash is read, not thawed, for them
-_WAITING_EVENTS = frozenset((b"added", b"waiting", b"delayed", b"prioritized"))
+# the events of a job that waits (added, or back in a queue, or for its children): a cold job hash is read, not
+# thawed, for them
+_WAITING_EVENTS = frozenset((b"added", b"waiting", b"delayed", b"waiting-children"))
 _ACTIVE = b'[%s,"%s",%s,"active",%d%s]'  # + ",<worker>" when the worker is known
 _FINISHED = b'[%s,"%s",%s,"%s",%s,%s,%s,%s]'  # event: completed or failed (then _trim)
 _EVENT = b'[%s,"%s",%s,%s,%s,%s,%s,null,%s]'  # the other events (their returnvalue_size is null; then _trim)
