@@ -159,7 +159,7 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
     """Run the driver (Node's, or Python's with ``--client python``) once against ``srv``; return its result,
     the server CPU seconds spent between its MARK start and MARK end, and how many of them its child
     processes spent. With ``--settle S`` (use_settle) the result's ``cpu_settled`` is the server's CPU from
-    MARK start to S seconds after MARK end, the driver's connections still open."""
+    MARK start to S seconds after MARK end (the driver's teardown, a few commands, included)."""
     argv, env = driver_command()
     if isinstance(srv, PgProc):
         env["BULLMQ_PG"] = srv.url  # the driver drops the schema (the flush) and migrates afresh
@@ -172,6 +172,7 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
     killer.start()
     cpu0 = cpu1 = (0.0, 0.0)
     settled: float | None = None
+    t_end = 0.0
     result: dict = {"error": "driver printed no RESULT"}
     try:
         assert p.stdout is not None and p.stdin is not None
@@ -182,15 +183,18 @@ def run_driver(srv: Proc | PgProc, workload: str, params: list[str], timeout: fl
                 p.stdin.flush()
             elif line.startswith("MARK end"):
                 cpu1 = srv.cpu_split()
-                if SETTLE[0] > 0:  # (the driver holds its connections open until "go")
-                    time.sleep(SETTLE[0])
-                    cpu2 = srv.cpu_split()
-                    settled = cpu2[0] + cpu2[1] - cpu0[0] - cpu0[1]
+                t_end = time.monotonic()
                 p.stdin.write("go\n")
                 p.stdin.flush()
             elif line.startswith("RESULT "):
                 result = json.loads(line[7:])
         p.wait()
+        if SETTLE[0] > 0 and t_end:
+            # (after the driver's exit, not while it waits for "go": PyPI bullmq 2.x's Worker.close hangs after
+            # two idle seconds, on Redis and respqueue alike; its teardown's few commands are in the figure)
+            time.sleep(max(0.0, t_end + SETTLE[0] - time.monotonic()))
+            cpu2 = srv.cpu_split()
+            settled = cpu2[0] + cpu2[1] - cpu0[0] - cpu0[1]
     finally:
         killer.cancel()
     if p.returncode and "error" not in result:
