@@ -169,13 +169,8 @@ class ColdHashes:
         """Pack ``h``: replaced in the keyspace by its blob as a :class:`ColdHash` when its key is known and
         nothing else holds it (once the ``hash_swapped`` subscribers let go of it), else turned into a
         :class:`PackedHash` in place."""
-        if h._blob is not None or h._ix is not None or h.logs_changes:
-            return False  # packed already; indexed (HSCAN/HRANDFIELD); kept as field rows
-        try:
-            d = h.d
-        except AttributeError:
-            return False
-        if not d or (h.ht and len(d) > MAX_FIELDS):
+        d = _packable(h)
+        if d is None:
             return False
         blob = entry[0] if entry is not None else None
         if blob is not None and jdirty is not None and entry[1] in jdirty:
@@ -226,6 +221,20 @@ class ColdHashes:
         return n
 
 
+def _packable(h: Hash) -> dict[bytes, bytes] | None:
+    """The fields of ``h`` if it may be packed, else None: not when packed already, indexed (HSCAN/HRANDFIELD),
+    kept as field rows, empty, or a hashtable of more than MAX_FIELDS fields."""
+    if h._blob is not None or h._ix is not None or h.logs_changes:
+        return None
+    try:
+        d = h.d
+    except AttributeError:
+        return None
+    if not d or (h.ht and len(d) > MAX_FIELDS):
+        return None
+    return d
+
+
 def pack_now(db: Any, key: bytes, h: Hash) -> bool:
     """Hold the plain small hash ``h``, the value at ``key`` in ``db``, packed from now on (a :class:`ColdHash`),
     as the compactor would once it had been left alone for ``--hash-compact-delay``: for a writer that knows
@@ -234,10 +243,10 @@ def pack_now(db: Any, key: bytes, h: Hash) -> bool:
     allocated since. Its content does not change: nothing is journaled or signalled but ``hash_swapped``.
     False (left as it is) when compaction is off, or for a hash the compactor would not pack, or one over a
     row's size that the store keeps a row per field."""
-    if hash_mod.COLD is None or h._blob is not None or h._ix is not None or h._jlog is not None:
+    if hash_mod.COLD is None:
         return False
-    d = h.d
-    if not d or (h.ht and len(d) > MAX_FIELDS):
+    d = _packable(h)
+    if d is None:
         return False
     cold = ColdHash.of(h.ht, d)
     if h.ht and len(cold) > COMPACT_MAX_BYTES:
