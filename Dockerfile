@@ -10,11 +10,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY respqueue ./respqueue
 COPY compat ./compat
 COPY lua ./lua
-RUN pip install . && rm -rf /src
+# a C compiler for the build only: mypyc compiles the hot paths (respqueue/speedups.py), then it goes
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install . \
+    && apt-get purge -y --auto-remove gcc libc6-dev && rm -rf /var/lib/apt/lists/* /src
 
 WORKDIR /data
 # Docker's port mapping makes every client non-loopback, which protected mode would refuse (as Redis's own

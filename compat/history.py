@@ -452,6 +452,8 @@ class HistoryCapture:
         read through its dict, most events take one dict lookup per value they record, and the event goes
         into its chunk as its JSON text, formatted once from the values' bytes."""
         n = len(argv)
+        ev: bytes | None
+        jid: bytes | None
         if n >= pos + 4 and argv[pos] == b"event" and argv[pos + 2] == b"jobId":
             ev = argv[pos + 1]  # BullMQ always starts with these two fields
             jid = argv[pos + 3]
@@ -472,16 +474,16 @@ class HistoryCapture:
             self._added = None
             if ev == b"waiting" and jid == ad[0] and key == ad[1] and c.db is ad[2]:
                 h = ad[2].data.get(ad[3])
-                ch = ad[5]
-                if (h is ad[4] and self._rows is self.journal.row_ops and self._open.get(ad[6]) is ch
-                        and len(ch.events) < CHUNK_MAX):
+                ach: _Chunk = ad[5]
+                if (h is ad[4] and self._rows is self.journal.row_ops and self._open.get(ad[6]) is ach
+                        and len(ach.events) < CHUNK_MAX):
                     if type(h) is Hash:
                         nm = h.d.get(b"name")
                         nj = ad[8] if nm is ad[9] else _jsm(nm)
                     else:
                         nj = ad[8]  # (a cold hash, the same object: its name has not changed)
-                    ch.events.append(_WAITING % (self._msb, ad[7], nj))
-                    ch.ms.append(ms)
+                    ach.events.append(_WAITING % (self._msb, ad[7], nj))
+                    ach.ms.append(ms)
                     return
         info = self._keys.get(key, False)
         if info is False:

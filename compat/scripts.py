@@ -54,7 +54,7 @@ def layout(sha: bytes | str) -> dict[str, Any] | None:
     lid = _LAYOUT_OF.get(sha if isinstance(sha, bytes) else sha.encode())
     if lid is None:
         return None
-    lay = dict(script_table.LAYOUTS[lid])
+    lay: dict[str, Any] = dict(script_table.LAYOUTS[lid])
     for k in script_table.INTERNED:
         if k in lay:
             lay[k] = script_table.PARTS[lay[k]]
@@ -90,6 +90,7 @@ _LUA_REASON: dict[bytes, str] = {}
 _BY_SHA: dict[bytes, tuple[NativeFn, bytes, int, str, Any]] = {}
 #: script name -> its run form (see :func:`bulk`)
 BULK: dict[str, Callable[..., Any]] = {}
+BULK_MISSES: dict[str, int] = {}  # name -> its run form's max_misses (see bulk)
 #: body lengths of the scripts with a native implementation (cheap EVAL prefilter)
 _LENGTHS: set[int] = set()
 #: body length of each known script
@@ -115,16 +116,22 @@ def native(name: str, accept: AcceptFn) -> Callable[[NativeFn], NativeFn]:
     return deco
 
 
-def bulk(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def bulk(name: str, max_misses: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: ``opener(ctx, keys, variant)`` is the run form of native script ``name``, for a pipeline of
     EVALSHAs of one of its digests (see :class:`NativeRun`): it checks what the requests with these ``keys``
     share, once, and returns an object whose ``add(ctx, args)`` answers one request (the script's reply,
     with the writes, statistics and keyspace hooks of the native implementation), or raises :class:`Bail`
     before writing anything (that request then runs as a single script, and the run form opens afresh
-    after it); the opener raises :class:`Bail` when these keys are not for the run form."""
+    after it); the opener raises :class:`Bail` when these keys are not for the run form. ``max_misses``: the
+    requests in a row of one run (one read) the run form may leave to the single path before the rest of the
+    run goes there directly (None: no limit)."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         BULK[name] = fn
+        if max_misses is None:
+            BULK_MISSES.pop(name, None)
+        else:
+            BULK_MISSES[name] = max_misses
         return fn
 
     return deco
@@ -151,7 +158,7 @@ def _rebuild() -> None:
         if v is None:
             _LUA_REASON[sha] = "its argument layout differs from the native implementation's"
             continue
-        fn = NATIVE[name] if v is True else functools.partial(NATIVE[name], variant=v)
+        fn = NATIVE[name] if v is True else functools.partial(NATIVE[name], variant=v)  # type: ignore[call-arg]
         _BY_SHA[sha] = (fn, str(numkeys).encode(), numkeys, name, v)
         n = SCRIPT_SIZES.get(sha)
         if n is not None:
@@ -353,10 +360,10 @@ def _run(rt: Any, c: Any, argv: list[bytes], sha: bytes, ent: tuple[NativeFn, by
     done = ctx.done
     if done:
         tally(done)
-    st = STATS.get(name)
-    if st is None or st[0] == 0:
-        st = native_ran(name)
-    st[0] += 1
+    ran = STATS.get(name)
+    if ran is None or ran[0] == 0:
+        ran = native_ran(name)
+    ran[0] += 1
     if log.isEnabledFor(logging.DEBUG):
         log.debug("native %s: ran", name)
     return r
@@ -421,7 +428,7 @@ class NativeRun:
         # requests in a row left to the single path after which the run form is given up for the rest of the
         # run (an opener's ``max_misses``: moveToFinished's keys differ per request, so ``no_bulk`` cannot tell
         # a queue the run form keeps refusing; None: no limit)
-        self.max_misses: int | None = getattr(self.opener, "max_misses", None)
+        self.max_misses: int | None = BULK_MISSES.get(ent[3]) if self.opener is not None else None
         self.missed = 0
 
     def __call__(self, c: Any, argv: list[bytes]) -> Any:

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import Any
 
-from . import __version__
+from . import __version__, speedups
 from .config import Config
 from .keyspace import Database, mstime
 from .resp import RedisError
@@ -306,7 +306,7 @@ class Server:
                 loop.add_signal_handler(sig, self.request_shutdown, sig.name)
             except (NotImplementedError, RuntimeError):
                 pass
-        log.info("respqueue %s ready to accept connections (pid %d)", __version__, os.getpid())
+        log.info("respqueue %s ready to accept connections (pid %d); %s", __version__, os.getpid(), speedups.describe())
         assert self._stop is not None
         await self._stop
         await self.close()

@@ -58,7 +58,7 @@ from bisect import bisect_left
 from collections import deque
 from itertools import compress, repeat
 from operator import getitem, itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 from respqueue.keyspace import mstime
 from respqueue.persistence import register_layout
@@ -135,7 +135,7 @@ class JobLayout:
     """The job-row codec of a journal (``Journal.layout``)."""
 
     #: the core loader hands over the rows of these types (and of the locked jobs) from its scan: ``load``'s ``rows``
-    scan_types = SCAN_TYPES
+    scan_types: ClassVar[tuple[str, ...]] = SCAN_TYPES
 
     def __init__(self) -> None:
         # db -> prefix ``<prefix>:<queue>:`` -> {container key: container} for the containers kept as job
@@ -214,10 +214,10 @@ class JobLayout:
             return None
         i = jk.rfind(b":")
         while i >= 0:
-            cs = reg.get(jk[: i + 1])
-            if cs is not None:
+            cq = reg.get(jk[: i + 1])
+            if cq is not None:
                 m = jk[i + 1 :]
-                for ck, v in cs.items():
+                for ck, v in cq.items():
                     if v is not skip and m in (v._ix if type(v) is JobList else v._scores):
                         return ck, v, m
             i = jk.rfind(b":", 0, i)
@@ -249,13 +249,17 @@ class JobLayout:
             return s
         e = self._far.get(id(v))
         if e is None:
-            e = self._far[id(v)] = [v, 0, None]
-        if e[2] is not None:
-            return e[2][m]  # type: ignore[no-any-return]
-        e[1] += 1
-        if e[1] > _FAR_SEARCHES:
-            e[2] = dict(zip(v._d, v._p, strict=True))  # type: ignore[arg-type]
-            return e[2][m]  # type: ignore[no-any-return]
+            e = [v, 0, None]
+            self._far[id(v)] = e
+        pos = e[2]
+        if pos is not None:
+            return pos[m]  # type: ignore[no-any-return]
+        n = e[1] + 1
+        e[1] = n
+        if n > _FAR_SEARCHES:
+            pos = dict(zip(v._d, v._p, strict=True))  # type: ignore[arg-type]
+            e[2] = pos
+            return pos[m]  # type: ignore[no-any-return]
         return v.far(m)  # (near did not find it above)
 
     @staticmethod
@@ -597,13 +601,14 @@ class JobLayout:
         self.folded.pop(dbi, None)
 
     def swapped(self, a: int, b: int) -> None:
+        m: dict[int, Any]
         for m in (self.reg, self.folded):
             ma = m.pop(a, None)
             mb = m.pop(b, None)
             if ma is not None:
-                m[b] = ma  # type: ignore[index]
+                m[b] = ma  # type: ignore[assignment,index]
             if mb is not None:
-                m[a] = mb  # type: ignore[index]
+                m[a] = mb  # type: ignore[assignment,index]
 
     # ---- reloading keys from the store (a failed batch rolled back, a replica's applied frame) ------
     def touches(self, k: tuple[int, bytes]) -> bool:
@@ -839,8 +844,8 @@ class JobLayout:
                 p.pop()
                 d.pop()
             else:
-                i = bisect_left(p, s)
-                if i >= len(p) or p[i] != s or d[i] != member:
+                i = bisect_left(p, s)  # type: ignore[arg-type]
+                if i >= len(p) or p[i] != s or d[i] != member:  # type: ignore[arg-type,index]
                     raise ReplicaMismatch(f"job {jk!r}: not at {s} in {ckey!r}")
                 del p[i]
                 del d[i]
@@ -1162,6 +1167,7 @@ def _scan_members(
             kget, vget = _MEMBER, _KEY  # (columns 2 and 3)
         else:
             starts = {k[1].rindex(b":") + 2 for k in live}
+            spar: list[Any]
             if len(starts) == 1:  # the containers of one queue (or of queues whose names are as long): one CASE
                 sub, spar = "?", list(starts)
             else:

@@ -565,6 +565,7 @@ class AddRun:
             ht = ht or len(rjk) > _LP_VALUE
             no = self.shape_rjk
             values = (name, body, opts_json, ts, b"0", b"0", rjk)
+        v_: Any
         if no is not None:
             v_ = ColdHash.shaped([ht, no], values)
             if ht and len(v_) > COMPACT_MAX_BYTES:

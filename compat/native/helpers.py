@@ -309,7 +309,7 @@ def _active_reply(h: dict[bytes, bytes] | Hash, job_id: bytes) -> Any:
                     fb[f] = p
             ext((p, hdr[len(v)], v, b"\r\n"))
     except IndexError:
-        return Encoded(_ACTIVE_HEAD + pack_command(tuple(chain.from_iterable(d.items()))) + tail)
+        return Encoded(_ACTIVE_HEAD + pack_command(tuple(chain.from_iterable(d.items()))) + tail)  # type: ignore[arg-type]
     out.append(tail)
     return Encoded(b"".join(out))
 
@@ -364,7 +364,7 @@ def _xadd_star(ctx: Ctx, argv: list[bytes]) -> None:
         except RedisError:
             done = False  # raised before any change: the call below reports it as the bridge would
         if done:
-            ctx.done.append(XADD)  # type: ignore[union-attr]  (None only with monitors)
+            ctx.done.append(XADD)  # type: ignore[union-attr]  # (None only with monitors)
             return
     ctx.call(XADD, argv)
 
@@ -420,7 +420,7 @@ def _hincr1(ctx: Ctx, key: bytes, field: bytes, h: Any, signal: bool = True) -> 
 
 def _prepare_job(ctx: Ctx, prefix: bytes, events_key: bytes, marker_key: bytes, job_id: bytes, ts: bytes,
                  token: bytes, lock_ms: bytes | None, worker: bytes | None, marker: bool = True,
-                 prepare: str = "hmset", xadd: Any = _xadd_star) -> list[Any]:
+                 prepare: str = "hmset", xadd: Any = _xadd_star) -> Any:
     """prepareJobForProcessing without rate limiting (``marker``: it re-adds the marker, 5.28+; ``prepare``:
     how it writes the job hash, as moveToActive's ``MtaVariant.prepare`` says; ``xadd``: what makes the
     ``active`` event, ``XADD events * ...``, as :func:`_xadd_star` does)."""

@@ -265,6 +265,7 @@ def _accept_mtf(numkeys: int, lay: dict[str, Any]) -> Any:
     lock_first = main.index(lock) < main.index("SCARD")
     if lock_first and pending != "deps":
         return None
+    attrs: tuple[bytes, ...]
     if "HMGET|parentKey|parent|deid" in reads:
         attrs = (b"parentKey", b"parent", b"deid")
     elif "HMGET|parentKey|parent" in reads:
@@ -463,7 +464,7 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
     else:
         ctx.wrote = True
         xtrim_approx(ctx.sc, events_key, m)  # m: max_events as validated above (a stream or absent: checked)
-        done.append(XTRIM)  # type: ignore[union-attr]  (monitors: the branch above)
+        done.append(XTRIM)  # type: ignore[union-attr]  # (monitors: the branch above)
     # the job hash: nothing replaced it since the checks; kept, its HINCRBY and HSET are signalled once
     attempts_made = _hincr1(ctx, job_key, b"atm", job, remove)
     if not remove:
@@ -622,13 +623,13 @@ class MtfRun:
             sc = ctx.sc
             for fn in STREAM_ADDED:
                 fn(sc, key, new, argv, 3)
-        ctx.done.append(XADD)  # type: ignore[union-attr]  (no MONITOR client: checked when the run opened)
+        ctx.done.append(XADD)  # type: ignore[union-attr]  # (no MONITOR client: checked when the run opened)
 
     def add(self, ctx: Ctx, keys: list[bytes], argv: list[bytes]) -> Any:
         """One moveToFinished of the run: its reply; Bail (nothing written, nothing counted) for a single
         script."""
         done = ctx.done
-        n = len(done)  # type: ignore[arg-type]  (no MONITOR client: checked when the run opened)
+        n = len(done)  # type: ignore[arg-type]  # (no MONITOR client: checked when the run opened)
         ctx.wrote = False
         try:
             r = _finish(ctx, keys, argv, self.v, self)
@@ -653,12 +654,13 @@ class MtfRun:
         return r
 
 
-@bulk("moveToFinished")
+#: requests in a row of one run (one read) the run form may leave to the single path before the rest of the run
+#: goes there directly (a rate-limited queue, a worker with a limiter, a queue without meta: every request would)
+MAX_MISSES = 3
+
+
+@bulk("moveToFinished", MAX_MISSES)
 def open_mtf_run(ctx: Ctx, keys: list[bytes], variant: Any) -> MtfRun:
     """moveToFinished's run form for the queue of ``keys`` (Bail: not for these keys)."""
     return MtfRun(ctx, keys, MTF_V6 if variant is True else variant)
 
-
-#: requests in a row of one run (one read) the run form may leave to the single path before the rest of the run
-#: goes there directly (a rate-limited queue, a worker with a limiter, a queue without meta: every request would)
-open_mtf_run.max_misses = 3  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import islice
-from typing import Any
+from typing import Any, ClassVar
 
 from sortedcontainers import SortedDict
 
@@ -162,15 +162,7 @@ class _Node:
         return self.nbytes + _isz(self.count) + _isz(self.deleted)
 
     def copy(self) -> _Node:
-        n = _Node.__new__(_Node)
-        n.fields = self.fields
-        n.count = self.count
-        n.deleted = self.deleted
-        n.nbytes = self.nbytes
-        n.last = self.last
-        n.mms = self.mms
-        n.mseq = self.mseq
-        return n
+        return _Node(self.fields, self.count, self.deleted, self.nbytes, self.last, (self.mms << 64) | self.mseq)
 
 
 class Stream(Journaled):
@@ -193,7 +185,7 @@ class Stream(Journaled):
         "_jchunks",
     )
 
-    rtype = b"stream"
+    rtype: ClassVar[bytes] = b"stream"
 
     def __init__(self) -> None:
         self._ids: list[int] = []
@@ -346,6 +338,7 @@ class Stream(Journaled):
         its field count, fields and values; and a last element, the entry's element count."""
         nodes = self._nodes
         fields = fv[0::2]
+        node: _Node | None
         if nodes:
             node = nodes[-1]
             c = node.count
