@@ -72,7 +72,7 @@ def run_allowed(client: Any, cmd: Command, argv: list[bytes]) -> bool:
 
 def process(client: Any, argv: list[bytes]) -> Any:
     """Run one request from a network client; returns the reply (or a Block)."""
-    cmd = _COMMANDS.get(argv[0])
+    cmd: Any = _COMMANDS.get(argv[0])
     if cmd is None or cmd.subcommands is not None:
         cmd = resolve(argv)
         if type(cmd) is not Command:

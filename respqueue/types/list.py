@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import indexOf
+from typing import Any
 
 from .journaled import Journaled
 from .positions import Positions
@@ -68,7 +69,7 @@ class List(Journaled):
         return 40 + nodes * (32 + 12) + data + nodes * 6
 
     # ---- ends --------------------------------------------------------------
-    def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0, positions: deque[float] | None = None) -> None:
+    def attach(self, jkey: tuple[int, bytes] | None, first: float = 0.0, positions: Any = None) -> None:
         """Start (or restart) change logging with positions first, first+1, ... (integers), or the
         items' stored ``positions`` (one per item, ascending)."""
         self._p = Positions(int(first), len(self._d)) if positions is None else positions
