@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import hiredis
@@ -127,6 +127,21 @@ def start_respqueue(
         extra = ("--enable-debug-command", debug_command, *extra)
     workdir = workdir or tempfile.mkdtemp(prefix="rq-")
     return ServerProcess(respqueue_argv(port, os.path.join(workdir, "data"), *extra), port, workdir, respqueue_env())
+
+
+def run_logged(fn: Callable[[int], Any], *extra: str) -> tuple[Any, bool, str]:
+    """``fn(port)`` against a fresh respqueue logging at debug level (``extra``: more flags): what ``fn``
+    returned, whether the server was still running after it, and the server's log; the server is stopped and
+    its files removed."""
+    srv = start_respqueue("--log-level", "debug", *extra)
+    try:
+        res = fn(srv.port)
+        alive = srv.proc.poll() is None
+        log = srv.output()
+    finally:
+        srv.stop()
+        shutil.rmtree(srv.workdir, ignore_errors=True)
+    return res, alive, log
 
 
 def respqueue_argv(port: int, datadir: str, *extra: str) -> list[str]:

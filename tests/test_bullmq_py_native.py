@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from .servers import ROOT, start_respqueue
+from .servers import ROOT, run_logged
 
 DRIVER = os.path.join(ROOT, "interop", "bench", "bullmq_bench_py.py")
 PY2 = os.path.join(ROOT, "interop", "bullmq5", "python")
@@ -51,15 +50,8 @@ def drive(port: int, workload: str, jobs: int, path: str) -> dict:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("path", RELEASES)
 def test_python_client_hot_paths_run_natively(path: str) -> None:
-    srv = start_respqueue("--log-level", "debug")
-    try:
-        bulk = drive(srv.port, "addbulk", 3000, path)
-        proc = drive(srv.port, "process", 1500, path)
-        alive = srv.proc.poll() is None
-        log = srv.output()
-    finally:
-        srv.stop()
-        shutil.rmtree(srv.workdir, ignore_errors=True)
+    (bulk, proc), alive, log = run_logged(lambda port: (drive(port, "addbulk", 3000, path),
+                                                        drive(port, "process", 1500, path)))
     assert alive, "respqueue exited during the run"
     assert bulk.get("ok") is True, bulk
     assert proc.get("ok") is True and proc["dupes"] == 0 and proc["lost"] == 0 and proc["failed"] == 0, proc

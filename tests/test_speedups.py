@@ -23,7 +23,7 @@ import pytest
 
 from respqueue import speedups
 
-from .servers import ROOT, start_respqueue
+from .servers import ROOT, run_logged
 
 NODE_DRIVER = os.path.join(ROOT, "interop", "bench", "bullmq_bench.js")
 HAVE_MYPYC = importlib.util.find_spec("mypyc") is not None
@@ -129,14 +129,7 @@ def test_bullmq_worker_on_either_build(pure: bool, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("RESPQUEUE_PURE", "1")
     else:
         monkeypatch.delenv("RESPQUEUE_PURE", raising=False)
-    srv = start_respqueue("--log-level", "debug")
-    try:
-        res = _node_process(srv.port, 2000)
-        alive = srv.proc.poll() is None
-        log = srv.output()
-    finally:
-        srv.stop()
-        shutil.rmtree(srv.workdir, ignore_errors=True)
+    res, alive, log = run_logged(lambda port: _node_process(port, 2000))
     assert alive, "respqueue exited during the run"
     assert res.get("ok") is True and res["dupes"] == 0 and res["lost"] == 0 and res["failed"] == 0, res
     if pure:
