@@ -49,11 +49,11 @@ class OptionalBuildExt(build_ext):
 
 
 def _ext_modules() -> list[Any]:
-    if os.environ.get("RESPQUEUE_PURE", "") not in ("", "0"):
+    sp = _speedups()
+    if sp.pure_requested():
         return []
     if not {"bdist_wheel", "editable_wheel", "build_ext", "build", "develop", "install"} & set(sys.argv[1:]):
         return []  # (metadata only: pip asks for it before the build)
-    sp = _speedups()
     try:
         from mypyc.build import mypycify
     except ImportError:

@@ -1,5 +1,5 @@
 """BullMQ compatibility: the queue engine, native scripts, job history (plug-ins of respqueue)."""
 
-from respqueue import speedups
-
-speedups.install()  # (a no-op once respqueue decided: compat.native imports compiled modules)
+# importing respqueue first decides which build of the compiled modules runs (respqueue/speedups.py), before
+# compat.native finds any of them
+import respqueue  # noqa: F401

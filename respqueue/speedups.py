@@ -85,9 +85,14 @@ def _extension(base: str) -> str | None:
     return None
 
 
+def pure_requested() -> bool:
+    """Whether ``RESPQUEUE_PURE`` asks for the pure modules (at install time: setup.py; at run time: here)."""
+    return os.environ.get("RESPQUEUE_PURE", "") not in ("", "0")
+
+
 def _check() -> str | None:
     """None when the compiled build is whole and current, else why it is not used."""
-    if os.environ.get("RESPQUEUE_PURE", "") not in ("", "0"):
+    if pure_requested():
         return "RESPQUEUE_PURE is set"
     if _extension(os.path.join(ROOT, GROUP + "__mypyc")) is None:
         return "not compiled (pure Python install)"
