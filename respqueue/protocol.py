@@ -135,6 +135,9 @@ class ClientConnection(asyncio.Protocol, Client):
         self.monitor = False
         self.paused_reading = False
         self.processing = False
+        # while processing: the output list of the current read, which commands that emit several
+        # replies (SUBSCRIBE's confirmations) append to, to keep pipeline order
+        self.pending_out: list[bytes] | None = None
         # durable mode: output held in order as (batch id it waits for, bytes,
         # is_write_reply) until the journal has committed that batch; None when
         # nothing is held
@@ -295,6 +298,7 @@ class ClientConnection(asyncio.Protocol, Client):
         n = flushed = 0
         odd = False
         self.processing = True
+        self.pending_out = out
         try:
             while self.blocked is None and not self.closing:
                 argv = self.pending
@@ -363,6 +367,7 @@ class ClientConnection(asyncio.Protocol, Client):
                         break  # the client does not read: resume_writing carries on
         finally:
             self.processing = False
+            self.pending_out = None
             self.raw_k += n
             if out:
                 self.write(b"".join(out))
@@ -493,6 +498,7 @@ class ClientConnection(asyncio.Protocol, Client):
         back_ok: bool | None = None
         k = 0
         self.processing = True
+        self.pending_out = out
         try:
             while self.blocked is None and not self.closing:
                 try:
@@ -523,6 +529,7 @@ class ClientConnection(asyncio.Protocol, Client):
                         break
         finally:
             self.processing = False
+            self.pending_out = None
             if out:
                 self.write(b"".join(out))
         if self.closing or self.blocked is not None or self.slow is not p:

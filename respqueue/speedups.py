@@ -11,8 +11,10 @@ An extension module is imported before its ``.py`` beside it, so a build left be
 (an editable install) would run old code. :func:`install`, called by ``respqueue/__init__.py`` before any of
 these modules is imported, therefore uses the compiled modules only when all of them are there and each was
 built from the source now beside it (``_speedups_manifest.json``, written by the build: the SHA-256 of every
-source it compiled); else it puts a finder first on ``sys.meta_path`` that loads all of them from their
-source, so a compiled module never calls a stale sibling through mypyc's direct calls. ``RESPQUEUE_PURE=1`` in
+source it compiled); else a finder it puts first on ``sys.meta_path`` loads all of them from their
+source, so a compiled module never calls a stale sibling through mypyc's direct calls. Whichever build runs, that
+finder also loads from source any module of respqueue, compat or lua whose extension is not the current build's (one left by an
+earlier build that compiled more modules). ``RESPQUEUE_PURE=1`` in
 the environment of a run does the same on purpose (the test suite uses it to run the pure modules too).
 """
 
@@ -40,6 +42,11 @@ MODULES = (
     "respqueue.commands.streams",
     "respqueue.call",
     "respqueue.persistence.journal",
+    "respqueue.persistence.codec",
+    "respqueue.protocol",
+    "respqueue.dispatch",
+    "respqueue.keyspace",
+    "respqueue.types.zset",
 )
 #: mypyc's group: the shared library holding the compiled code of all of MODULES (``<GROUP>__mypyc``)
 GROUP = "respqueue_speedups"
@@ -113,14 +120,28 @@ def _check() -> str | None:
     return None
 
 
+#: the packages whose modules may have been compiled (by this build or an earlier one)
+PACKAGES = ("respqueue.", "compat.", "lua.")
+
+
 class _SourceFinder:
-    """Finds MODULES as their ``.py`` (the compiled build is not used)."""
+    """Finds a module as its ``.py`` where an extension beside it must not run: every module of MODULES
+    while the build is not used, and always a module with an extension that is not in MODULES (left by an
+    earlier build that compiled more modules: it would import a group library that no longer has it)."""
+
+    #: the modules whose extension runs (MODULES while the build is used, else none)
+    compiled: frozenset[str] = frozenset()
 
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname not in MODULES:
+        if fullname in _SourceFinder.compiled or not fullname.startswith(PACKAGES):
             return None
-        return importlib.util.spec_from_file_location(fullname, source_path(fullname))
+        src = source_path(fullname)
+        if fullname not in MODULES and _extension(src[:-3]) is None:
+            return None  # no extension beside it: the normal import finds the source
+        if not os.path.exists(src):
+            return None
+        return importlib.util.spec_from_file_location(fullname, src)
 
 
 def install() -> None:
@@ -131,7 +152,8 @@ def install() -> None:
     why = _check()
     ACTIVE = why is None
     REASON = why or "compiled"
-    if not ACTIVE and _SourceFinder not in sys.meta_path:
+    _SourceFinder.compiled = frozenset(MODULES) if ACTIVE else frozenset()
+    if _SourceFinder not in sys.meta_path:
         sys.meta_path.insert(0, _SourceFinder)  # type: ignore[arg-type]
 
 

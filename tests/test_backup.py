@@ -273,7 +273,7 @@ def _need_store(srv: ServerProcess) -> None:
         time.sleep(0.05)
     if not os.path.exists(_store_file(srv)):
         srv.stop()
-        pytest.skip("persistence store not available")
+        raise AssertionError(f"no store file at {_store_file(srv)} 5 s after the first write")
 
 
 class Writer(threading.Thread):

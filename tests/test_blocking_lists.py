@@ -92,18 +92,6 @@ def both(rq_server, redis_ref):
     return go
 
 
-def _has_multi(port: int) -> bool:
-    c = RawConn(port)
-    try:
-        r = c.call_raw("MULTI")
-        if r.startswith(b"+OK"):
-            c.call_raw("DISCARD")
-            return True
-        return False
-    finally:
-        c.close()
-
-
 # ---- scenarios -------------------------------------------------------------------
 
 
@@ -120,12 +108,6 @@ def test_blpop_woken_by_push(both):
 
 
 def test_served_from_the_key_that_became_ready(both, rq_server):
-    from respqueue.protocol import BlockState
-
-    if "ready_key" not in BlockState.__slots__:
-        pytest.skip("needs the server to tell a re-run blocked command its ready key (BlockState.ready_key)")
-    if not _has_multi(rq_server.port):
-        pytest.skip("MULTI/EXEC is not available in respqueue yet (transactions module pending)")
 
     def body(s: Scenario) -> None:
         s.send("a", "BLPOP", "a", "b", "0")
@@ -320,8 +302,6 @@ def test_resp3_wakeup(both):
 
 
 def test_push_inside_multi_wakes_blocked_client(both, rq_server):
-    if not _has_multi(rq_server.port):
-        pytest.skip("MULTI/EXEC is not available in respqueue yet (transactions module pending)")
 
     def body(s: Scenario) -> None:
         s.send("a", "BLPOP", "k", "0")
@@ -340,8 +320,6 @@ def test_push_inside_multi_wakes_blocked_client(both, rq_server):
 
 
 def test_blocking_in_multi_does_not_block(both, rq_server):
-    if not _has_multi(rq_server.port):
-        pytest.skip("MULTI/EXEC is not available in respqueue yet (transactions module pending)")
 
     def body(s: Scenario) -> None:
         s.call("p", "MULTI")

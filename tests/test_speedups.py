@@ -110,6 +110,36 @@ def test_guard_uses_a_build_only_when_whole_and_current(monkeypatch: pytest.Monk
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_stale_extension_of_a_module_no_longer_compiled_is_not_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extension left beside a module that the current build does not compile (an earlier build compiled
+    more modules) would import a group library without that module: the finder loads its source instead."""
+    root = tempfile.mkdtemp(prefix="speedups-")
+    try:
+        _tree(root, None, True)
+        extra = "respqueue.types.hash"  # not in MODULES
+        assert extra not in speedups.MODULES
+        src = speedups.source_path(extra, root)
+        shutil.copyfile(speedups.source_path(extra), src)
+        open(src[:-3] + importlib.machinery.EXTENSION_SUFFIXES[0], "wb").close()
+        monkeypatch.setattr(speedups, "ROOT", root)
+        finder = speedups._SourceFinder
+        for active in (True, False):
+            monkeypatch.setattr(finder, "compiled", frozenset(speedups.MODULES) if active else frozenset())
+            spec = finder.find_spec(extra)
+            assert spec is not None and spec.origin == src, (active, spec)
+            m = speedups.MODULES[0]
+            spec = finder.find_spec(m)
+            if active:
+                assert spec is None  # the build's own extension runs
+            else:
+                assert spec is not None and spec.origin == speedups.source_path(m, root)
+        # a module with no extension beside it is left to the normal import
+        assert finder.find_spec("respqueue.types.set") is None
+        assert finder.find_spec("redis.client") is None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _node_process(port: int, jobs: int) -> dict:
     p = subprocess.run(["node", NODE_DRIVER, str(port), "process", "--jobs", str(jobs)], cwd=ROOT,
                        capture_output=True, text=True, timeout=240)

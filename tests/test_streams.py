@@ -632,9 +632,6 @@ def test_diff_xread_in_multi_and_lua(diff):
 
 
 def test_diff_xread_lua(rq_server, redis_ref, diff):
-    got = diff.rq.call_raw("EVAL", "return redis.call('ping')", "0")
-    if not got.startswith(b"+"):
-        pytest.skip("EVAL is not available in this build yet")
     diff("XADD", "s", "1-1", "f", "v")
     diff("EVAL", "return redis.call('XREAD', 'STREAMS', KEYS[1], '0')", "1", "s")
     diff("EVAL", "return redis.pcall('XREAD', 'BLOCK', '0', 'STREAMS', KEYS[1], '$')", "1", "s")

@@ -17,7 +17,6 @@ returned (one message) or appended to the connection's pending output (more).
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ..glob import compile_glob
@@ -39,27 +38,16 @@ _SMESSAGE = b"smessage"
 
 # ---- delivering replies in order -------------------------------------------
 def _pending_out(c: Any) -> list[bytes] | None:
-    """The output list the connection is accumulating for the current read.
+    """The output list the connection is accumulating for the current read (``pending_out``, set by the
+    protocol layer while it processes a read; None outside one, and for clients without one).
 
-    The protocol layer (protocol.py ``_execute``) batches the replies of one
-    read into a local list and writes it when the read is done; a command that
-    must emit several replies appends them there to keep pipeline order.
+    The protocol layer (protocol.py) batches the replies of one read into a list and writes it when the
+    read is done; a command that must emit several replies appends them there to keep pipeline order.
     """
     if not getattr(c, "processing", False):
         return None
-    out = getattr(c, "pending_out", None)  # if the protocol layer exposes it
-    if type(out) is list:
-        return out
-    # otherwise find it in the protocol layer's _execute frame (CPython)
-    f = sys._getframe(2)
-    while f is not None:
-        if f.f_code.co_name == "_execute":
-            loc = f.f_locals
-            if loc.get("self") is c:
-                found = loc.get("out")
-                return found if type(found) is list else None
-        f = f.f_back
-    return None
+    out = getattr(c, "pending_out", None)
+    return out if type(out) is list else None
 
 
 def _emit(c: Any, msgs: list[list[Any]]) -> Any:

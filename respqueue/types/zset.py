@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
 
@@ -106,7 +106,7 @@ def lex_range_empty(lo: Any, loex: bool, hi: Any, hiex: bool) -> bool:
 class ZSet(Journaled):
     """A Redis sorted set."""
 
-    rtype = b"zset"
+    rtype: ClassVar[bytes] = b"zset"
     __slots__ = ("_scores", "_sl", "_skiplist", "_jlog", "_jkey")
 
     def __init__(self) -> None:
