@@ -11,11 +11,11 @@ An extension module is imported before its ``.py`` beside it, so a build left be
 (an editable install) would run old code. :func:`install`, called by ``respqueue/__init__.py`` before any of
 these modules is imported, therefore uses the compiled modules only when all of them are there and each was
 built from the source now beside it (``_speedups_manifest.json``, written by the build: the SHA-256 of every
-source it compiled); else a finder it puts first on ``sys.meta_path`` loads all of them from their
-source, so a compiled module never calls a stale sibling through mypyc's direct calls. Whichever build runs, that
-finder also loads from source any module of respqueue, compat or lua whose extension is not the current build's (one left by an
-earlier build that compiled more modules). ``RESPQUEUE_PURE=1`` in
-the environment of a run does the same on purpose (the test suite uses it to run the pure modules too).
+source it compiled); else a finder it puts first on ``sys.meta_path`` loads all of them from their source, so
+a compiled module never calls a stale sibling through mypyc's direct calls. Whichever build runs, that finder
+also loads from source any module of respqueue, compat or lua whose extension is not the current build's (one
+left by an earlier build that compiled more modules). ``RESPQUEUE_PURE=1`` in the environment of a run does the
+same on purpose (the test suite uses it to run the pure modules too).
 """
 
 from __future__ import annotations
