@@ -793,8 +793,8 @@ def _setop(c: Any, argv: list[bytes], name: str, dst: bytes | None, numkeys_idx:
         a = argv[j].lower()
         if op != DIFF and not card and remaining >= setnum + 1 and a == b"weights":
             j += 1
-            for s in srcs:
-                s.weight = parse_score(argv[j], WEIGHT_ERR)
+            for src in srcs:  # (not ``s``: that name is a score below, and compiled code keeps one type per name)
+                src.weight = parse_score(argv[j], WEIGHT_ERR)
                 j += 1
         elif op != DIFF and not card and remaining >= 2 and a == b"aggregate":
             ag = argv[j + 1].lower()
