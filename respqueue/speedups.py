@@ -47,6 +47,7 @@ MODULES = (
     "respqueue.dispatch",
     "respqueue.keyspace",
     "respqueue.types.zset",
+    "respqueue.commands.zsets",
 )
 #: mypyc's group: the shared library holding the compiled code of all of MODULES (``<GROUP>__mypyc``)
 GROUP = "respqueue_speedups"
