@@ -39,15 +39,12 @@ _SMESSAGE = b"smessage"
 # ---- delivering replies in order -------------------------------------------
 def _pending_out(c: Any) -> list[bytes] | None:
     """The output list the connection is accumulating for the current read (``pending_out``, set by the
-    protocol layer while it processes a read; None outside one, and for clients without one).
+    protocol layer exactly while it processes a read; None outside one, and for clients without one).
 
     The protocol layer (protocol.py) batches the replies of one read into a list and writes it when the
     read is done; a command that must emit several replies appends them there to keep pipeline order.
     """
-    if not getattr(c, "processing", False):
-        return None
-    out = getattr(c, "pending_out", None)
-    return out if type(out) is list else None
+    return getattr(c, "pending_out", None)
 
 
 def _emit(c: Any, msgs: list[list[Any]]) -> Any:
