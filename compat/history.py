@@ -35,9 +35,12 @@ option), unset for unnamed workers. For ``active`` it is only known after the sc
 follows the XADD, so that event is completed at the job's next event or when the batch closes.
 
 With ``removeOnComplete``/``removeOnFail`` the job hash is deleted before the ``completed``/``failed``
-event is written; the capture keeps a reference to each in-flight job's hash (a bounded cache filled at
-``added``/``active``), so the final record still holds name, data, opts, timestamps and attemptsMade.
-``finishedOn`` is then the event's time (the script's own timestamp is not visible to XADD).
+event is written (and BullMQ's removeJob deletes it before ``removed``), in the same script: the capture
+subscribes to the core's ``key_deleted`` hook and keeps the hashes deleted in the open batch until it closes,
+so the final record still holds name, data, opts, timestamps and attemptsMade. ``finishedOn`` is then the
+event's time (the script's own timestamp is not visible to XADD). The capture holds no reference to a job
+hash beyond that batch (a waiting job's hash is the keyspace's alone); of an active job it remembers only
+its attemptsMade when it went active (for ``retried``), in a bounded map.
 
 Retention (``--history-retention``, default 7d) runs in the background: it deletes the chunks whose last
 event is older (and old rows of the legacy tables) 2,000 rows at a time through the journal (each delete
@@ -64,7 +67,9 @@ from compat.history_schema import (
     upgrade_legacy,
 )
 from respqueue import events
+from respqueue.keyspace import Database
 from respqueue.persistence import register_plugin
+from respqueue.persistence.journal import Journal
 from respqueue.persistence.store import register_schema
 from respqueue.types.hash import ColdHash, Hash
 
@@ -80,7 +85,8 @@ FINALS_PURGE = ("DELETE FROM job_final_legacy WHERE rowid IN (SELECT rowid FROM 
 PURGE_CHUNK = 2000
 
 DEFAULT_RETENTION = "7d"
-CACHE_LIMIT = 50_000  # in-flight jobs whose hash the capture keeps a reference to (per generation)
+CACHE_LIMIT = 50_000  # active jobs whose attemptsMade the capture remembers (per generation)
+GONE_LIMIT = 100_000  # hashes deleted in one batch that the capture keeps until the batch closes
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$", re.IGNORECASE)
@@ -220,17 +226,6 @@ _FINAL = b'["%s",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"%s"]'
 _KINDJ = {e.encode(): _ebs(e).encode() for e in EVENTS}  # event name -> its JSON string
 
 
-class _Job:
-    """What the capture remembers of an in-flight job: its hash and its attemptsMade when it went active
-    (-1 when it is not active)."""
-
-    __slots__ = ("h", "atm")
-
-    def __init__(self, h: Any, atm: int) -> None:
-        self.h = h
-        self.atm = atm
-
-
 class _Chunk:
     """The open batch's history of one queue: its ``history_chunks`` row (in the journal's batch already,
     filled in when the batch closes), its events and final records as their JSON arrays, and its events'
@@ -248,20 +243,20 @@ class _Chunk:
 class HistoryCapture:
     """Hooked on ``server.history``; see the module docstring."""
 
-    def __init__(self, server: Any, journal: Any, retention_s: int) -> None:
+    def __init__(self, server: Any, journal: Journal, retention_s: int) -> None:
         self.server = server
-        self.journal = journal
+        self.journal = journal  # (typed: the compiled capture reads its open batch's rows directly)
         self.retention_s = retention_s
         self._keys: dict[bytes, tuple[str, str, bytes] | None] = {}
-        # two generations of in-flight jobs: queue (its job key base, database 0, or (db, base)) -> job id
-        # -> _Job, or the bare hash of a job that is not active (atm -1: no _Job and no tuple for each
-        # waiting job); keyed by the event's job id, the very bytes the script pushed to the queue's list
-        # (native paths), so an entry costs its dict slot; O(1) bounded eviction (_ncur: entries in _cur)
-        self._cur: dict[Any, dict[bytes, Any]] = {}
-        self._old: dict[Any, dict[bytes, Any]] = {}
-        self._ncur = 0
-        # the queues (keys of _cur/_old) that ever cached a job id with a colon: swapped's slow path
-        self._colon: set[Any] = set()
+        # the active jobs' attemptsMade when they went active, in two generations (bounded: an active job
+        # whose attempt never ends in an event, one of an obliterated queue, ages out): its job key (database
+        # 0) or (db, job key) -> atm, from the job's 'active' to the next event that ends the attempt
+        self._cur: dict[Any, int] = {}
+        self._old: dict[Any, int] = {}
+        # the hashes deleted in the open batch (the ``key_deleted`` hook), keyed as above: BullMQ deletes a
+        # job's hash before the 'completed'/'failed' (removeOnComplete/removeOnFail) or 'removed' event that
+        # the same script writes; the capture reads the hash as it was from here. Cleared when the batch closes
+        self._gone: dict[Any, Any] = {}
         # active events whose worker (pb) is set by the script after the XADD: (db, job key) -> (its chunk's
         # events, its index there, ts_ms, job id, name, attempt, hash): written once the worker is known
         self._unresolved: dict[Any, tuple[list[bytes], int, bytes, bytes, bytes, int, Any]] = {}
@@ -301,89 +296,30 @@ class HistoryCapture:
             self._task.cancel()
             self._task = None
 
-    # ---- the cache of in-flight jobs ------------------------------------------
-    def _get(self, qk: Any, jid: bytes) -> Any:
-        q = self._cur.get(qk)
-        j = q.get(jid) if q is not None else None
-        if j is None:
-            q = self._old.get(qk)
-            if q is not None:
-                j = q.get(jid)
-        return j
+    # ---- the active jobs, the hashes deleted -----------------------------------------
+    def _activated(self, ck: Any, atm: int) -> None:
+        cur = self._cur
+        cur[ck] = atm
+        if len(cur) > CACHE_LIMIT:
+            self._old = cur
+            self._cur = {}
 
-    def _put(self, qk: Any, jid: bytes, j: Any) -> None:
-        q = self._cur.get(qk)
-        if q is None:
-            q = self._cur[qk] = {}
-        if b":" in jid:  # (swapped finds such an entry by its queue, not by the key's last colon)
-            self._colon.add(qk)
-        n = len(q)
-        q[jid] = j
-        if len(q) != n:
-            self._ncur += 1
-            if self._ncur > CACHE_LIMIT:
-                self._old = self._cur
-                self._cur = {}
-                self._ncur = 0
+    def _ended(self, ck: Any) -> int | None:
+        """The job's attempt ended (or it is gone): its atm when it went active, None when not known."""
+        a = self._cur.pop(ck, None)
+        old = self._old
+        if old:
+            b = old.pop(ck, None)
+            if a is None:
+                a = b
+        return a
 
-    def swapped(self, dbi: int, key: bytes, old: Any, new: Any) -> None:
-        """The job hash cached under ``key`` is held by the keyspace as ``new`` now (see on_hash_swapped).
-
-        O(1): a job key is its queue's base (``<prefix>:<queue>:``, up to the key's last colon) and the job id
-        (no colon: BullMQ's ids); only the queues that cached a job id with a colon are looked at one by one."""
-        i = key.rfind(b":") + 1
-        if i:
-            jid = key[i:]
-            qk = key[:i] if dbi == 0 else (dbi, key[:i])
-            for gen in (self._cur, self._old):  # a job may be in both generations: each holds its object
-                q = gen.get(qk) if gen else None
-                if q is not None:
-                    e = q.get(jid)
-                    if e is not None:
-                        if e is old:
-                            q[jid] = new
-                        elif type(e) is _Job and e.h is old:
-                            e.h = new
-        if self._colon:
-            self._swapped_colon(dbi, key, old, new)
-
-    def _swapped_colon(self, dbi: int, key: bytes, old: Any, new: Any) -> None:
-        """swapped for the queues that cached a job id with a colon (the key's last colon is then the id's)."""
-        for qk in self._colon:
-            if dbi == 0:
-                if type(qk) is not bytes:
-                    continue
-                base = qk
-            elif type(qk) is bytes or qk[0] != dbi:
-                continue
-            else:
-                base = qk[1]
-            if not key.startswith(base):
-                continue
-            jid = key[len(base):]
-            if b":" not in jid:
-                continue  # (swapped's direct lookup saw it)
-            for cache in (self._cur, self._old):
-                q = cache.get(qk)
-                e = q.get(jid) if q is not None else None
-                if e is None:
-                    continue
-                if e is old:
-                    q[jid] = new  # type: ignore[index]
-                elif type(e) is _Job and e.h is old:
-                    e.h = new
-
-    def _drop(self, qk: Any, jid: bytes) -> None:
-        q = self._cur.get(qk)
-        if q is not None and q.pop(jid, None) is not None:
-            self._ncur -= 1
-            if not q:
-                del self._cur[qk]
-        q = self._old.get(qk)
-        if q is not None:
-            q.pop(jid, None)
-            if not q:
-                del self._old[qk]
+    def deleted(self, dbi: int, key: bytes, value: Any) -> None:
+        """``key`` (a hash: ``value``) was deleted: kept for the open batch's events (see ``_gone``)."""
+        gone = self._gone
+        if len(gone) >= GONE_LIMIT:
+            gone.clear()
+        gone[key if dbi == 0 else (dbi, key)] = value
 
     # ---- capture ----------------------------------------------------------------
     def _key_info(self, key: bytes) -> tuple[str, str, bytes] | None:
@@ -405,6 +341,8 @@ class HistoryCapture:
     def close_batch(self) -> None:
         """The journal's batch closes (``batch_hooks``): fill in its chunks' rows (JSON), open new ones after."""
         self.resolve_all()
+        if self._gone:
+            self._gone = {}
         if not self._chunks:
             return
         now = int(time.time() * 1000)
@@ -469,8 +407,8 @@ class HistoryCapture:
             self._msb = b"%d" % ms
         ad = self._added
         if ad is not None:
-            # 'waiting' right after the job's 'added' (an add script): the same job, hash, chunk and cache
-            # entry (its bare hash: no attempt to compare), so the row is the event's name and the job's
+            # 'waiting' right after the job's 'added' (an add script): the same job, hash and chunk (no
+            # attempt to compare), so the row is the event's name and the job's
             self._added = None
             if ev == b"waiting" and jid == ad[0] and key == ad[1] and c.db is ad[2]:
                 h = ad[2].data.get(ad[3])
@@ -491,11 +429,10 @@ class HistoryCapture:
         if info is None:
             return
         prefix, queue, jbase = info  # type: ignore[misc]
-        db = c.db
+        db: Database = c.db
         jkey = jbase + jid
         dbi = db.index
         ck = jkey if dbi == 0 else (dbi, jkey)
-        qk = jbase if dbi == 0 else (dbi, jbase)
         h = db.data.get(jkey)
         if h is not None and type(h) is not Hash:
             if type(h) is ColdHash:
@@ -509,15 +446,8 @@ class HistoryCapture:
             u = self._unresolved.pop(ck, None)
             if u is not None:
                 u[0][u[1]] = _active(u[2], u[3], u[4], u[5], u[6].get(b"pb"))
-        qc = self._cur.get(qk)  # (self._get, inlined: this runs for every event)
-        cached = qc.get(jid) if qc is not None else None
-        incur = cached is not None  # (in the current generation, ``qc``: updated there in place below)
-        if cached is None and self._old:
-            q = self._old.get(qk)
-            if q is not None:
-                cached = q.get(jid)
-        j = cached if type(cached) is _Job else None  # an active job's entry; else the bare hash
-        src = h if h is not None else (j.h if j is not None else cached)
+        # the hash as it is, or as it was when the open batch deleted it
+        src = h if h is not None else (self._gone.get(ck) if self._gone else None)
         # the hash's own dict when it is a plain Hash (no method call per field)
         g = None if src is None else (src.d.get if type(src) is Hash else src.get)
         nm = g(b"name") if g is not None else None
@@ -547,13 +477,7 @@ class HistoryCapture:
             else:
                 atm = 0
             if h is not None:
-                if j is None or j.h is not h:
-                    if incur:
-                        qc[jid] = _Job(h, atm)  # type: ignore[index]  # (its slot: no new entry, no eviction)
-                    else:
-                        self._put(qk, jid, _Job(h, atm))
-                else:
-                    j.atm = atm
+                self._activated(ck, atm)
                 # its worker (pb) is set after the XADD: the event is written at the job's next event or
                 # when the batch closes
                 self._unresolved[ck] = (evs, len(evs), msb, jq, nj, atm + 1, h)
@@ -579,19 +503,7 @@ class HistoryCapture:
             self._final(ch, jq, nj, aj, ev, ms, g, h is not None, rv, fr)
             if self.metrics is not None:
                 self.metrics.finished(db.index, prefix, queue, ev == b"completed", ms, g, h is not None)
-            if incur:  # (self._drop, inlined for an entry found in the current generation)
-                del qc[jid]  # type: ignore[index]
-                self._ncur -= 1
-                if not qc:
-                    del self._cur[qk]
-                if self._old:
-                    q = self._old.get(qk)
-                    if q is not None:
-                        q.pop(jid, None)
-                        if not q:
-                            del self._old[qk]
-            elif cached is not None:
-                self._drop(qk, jid)
+            self._ended(ck)
             return
         if ev == b"added":
             if h is not None:
@@ -603,7 +515,6 @@ class HistoryCapture:
                 d = g(b"delay")  # type: ignore[misc]
                 if d is not None and d != b"0":
                     dj = _jn(_i(d) or None)
-                self._put(qk, jid, h)
             if self.metrics is not None:
                 self.metrics.added(db.index, prefix, queue, ms)
             evs.append(_ADDED % (msb, jq, nj, b"" if dj is _NULL else b",null,null,null,null," + dj))
@@ -611,9 +522,10 @@ class HistoryCapture:
         attempt = worker = reason = delay = None
         kj = _KINDJ.get(ev) or _js(ev)
         if ev == b"waiting" or ev == b"delayed":
-            if j is not None and j.atm >= 0 and g is not None:
+            a0 = self._ended(ck) if self._cur or self._old else None  # (back in a queue: no longer active)
+            if a0 is not None and g is not None:
                 atm = _i(g(b"atm")) or 0
-                if atm > j.atm:
+                if atm > a0:
                     kj = b'"retried"'
                     attempt = atm
                     worker = g(b"pb")
@@ -622,17 +534,14 @@ class HistoryCapture:
                         self.metrics.retried(db.index, prefix, queue)
             if ev == b"delayed" and g is not None:
                 delay = _i(g(b"delay")) or None
-            if j is not None:
-                j.atm = -1
         elif ev == b"progress" or ev == b"stalled":
             if g is not None:
                 attempt = (_i(g(b"atm")) or 0) + 1
                 worker = g(b"pb")
-            if ev == b"stalled" and j is not None:
-                j.atm = -1
+            if ev == b"stalled":
+                self._ended(ck)
         elif ev == b"removed":
-            if cached is not None:
-                self._drop(qk, jid)
+            self._ended(ck)
         evs.append(_trim(_EVENT % (msb, jq, nj, kj, _jn(attempt), _jsm(worker), _js(reason), _jn(delay))))
 
     @staticmethod
@@ -741,13 +650,14 @@ def on_stream_added(c: Any, key: bytes, sid: int, argv: list[bytes], pos: int) -
             h.on_event(c, key, sid >> 64, argv, pos)
 
 
-def on_hash_swapped(db: Any, key: bytes, old: Any, new: Any) -> None:
-    """The keyspace holds the hash at ``key`` as another object (gone cold, or used again: respqueue/events.py,
-    ``hash_swapped``): the cache of in-flight jobs follows it, so it sees the job's later changes and does
-    not keep the old object (a cold job is then its blob alone)."""
+def on_key_deleted(db: Any, key: bytes, value: Any) -> None:
+    """The ``key_deleted`` hook (respqueue/events.py): a hash deleted (a job's, by BullMQ's removeJobKeys) is
+    kept for the rest of the open batch, so an event the same script writes next still reads the job."""
+    if type(value) is bytes:
+        return  # (a string: a job's lock, most often)
     h = db.server.history
-    if h is not None:
-        h.swapped(db.index, key, old, new)
+    if h is not None and (type(value) is Hash or type(value) is ColdHash or getattr(value, "rtype", None) == b"hash"):
+        h.deleted(db.index, key, value)
 
 
 def open_history(server: Any, journal: Any) -> HistoryCapture | None:
@@ -756,7 +666,7 @@ def open_history(server: Any, journal: Any) -> HistoryCapture | None:
     if not parse_switch(getattr(cfg, "history", "on")):
         return None
     events.subscribe("stream_added", on_stream_added)
-    events.subscribe("hash_swapped", on_hash_swapped)
+    events.subscribe("key_deleted", on_key_deleted)
     return HistoryCapture(server, journal, parse_retention(getattr(cfg, "history_retention", DEFAULT_RETENTION)))
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from respqueue import keyspace
 from respqueue.call import DONE, call, tally
 from respqueue.commands.registry import Command, lookup
+from respqueue.keyspace import Database
 from respqueue.resp import RedisError
 
 from . import script_table
@@ -225,8 +226,9 @@ class Ctx:
 
     __slots__ = ("sc", "db", "server", "wrote", "sha", "monitors", "done")
 
-    def __init__(self, sc: Any, db: Any, server: Any, sha: bytes) -> None:
+    def __init__(self, sc: Any, db: Database, server: Any, sha: bytes) -> None:
         self.sc = sc
+        # (typed: compiled native scripts call the database's methods and read its fields directly)
         self.db = db
         self.server = server
         self.wrote = False

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import logging
 from time import perf_counter_ns as _now_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .resp import RedisError
+
+if TYPE_CHECKING:
+    from .commands.registry import Command
 
 log = logging.getLogger("respqueue")
 
@@ -59,7 +62,7 @@ def DONE(client: Any, argv: list[bytes]) -> None:  # noqa: N802 (a constant, use
     return None
 
 
-def call(client: Any, cmd: Any, argv: list[bytes], top: bool = False, proc: Any = None) -> Any:
+def call(client: Any, cmd: Command, argv: list[bytes], top: bool = False, proc: Any = None) -> Any:
     """Run ``cmd`` (a resolved, arity-checked ``Command``) for ``client``; errors come back as RedisError
     replies. ``top``: a network client's request (timed, SLOWLOG, errorstats). ``proc``: what runs instead of
     ``cmd.proc`` (native code's inline equivalent; :data:`DONE` when the work is already done)."""
@@ -94,7 +97,7 @@ def call(client: Any, cmd: Any, argv: list[bytes], top: bool = False, proc: Any 
     return r
 
 
-def tally(cmds: list[Any]) -> None:
+def tally(cmds: list[Command]) -> None:
     """The statistics of nested calls whose work the caller did inline, counted in one go: what
     ``call(client, cmd, argv, False, DONE)`` does for each of ``cmds`` when no MONITOR client is attached
     (with one attached, native code calls :func:`call` for each, so that MONITOR sees every argv in order)."""

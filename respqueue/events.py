@@ -20,6 +20,11 @@ Events (name: the subscriber's arguments):
   event only when something besides the keyspace holds the old hash (a subscriber that holds no reference
   to it has nothing to swap): a hash only the keyspace holds goes cold without a call.
 
+* ``key_deleted``: ``(db, key, value)`` when ``Database.delete`` removed ``key`` (DEL, UNLINK, native
+  code's inline deletes), ``value`` what the keyspace held (a cold hash as its ``ColdHash``). The job history
+  keeps a hash deleted in the open batch: BullMQ deletes a finished or removed job's hash before the script
+  writes its event.
+
 Cost: the emitting code tests the event's list (``if STREAM_ADDED:``), one global lookup, when nobody
 subscribes. A subscriber runs on the hot path of every such command: it must be cheap, must not raise and
 must not run commands.
@@ -36,7 +41,12 @@ STREAM_ADDED: list[Callable[..., Any]] = []
 #: subscribers of ``hash_swapped`` (emitted by keyspace.Database.thaw and coldhash.ColdHashes)
 HASH_SWAPPED: list[Callable[..., Any]] = []
 
-_EVENTS: dict[str, list[Callable[..., Any]]] = {"stream_added": STREAM_ADDED, "hash_swapped": HASH_SWAPPED}
+#: subscribers of ``key_deleted`` (emitted by keyspace.Database.delete)
+KEY_DELETED: list[Callable[..., Any]] = []
+
+_EVENTS: dict[str, list[Callable[..., Any]]] = {
+    "stream_added": STREAM_ADDED, "hash_swapped": HASH_SWAPPED, "key_deleted": KEY_DELETED,
+}
 
 
 def subscribe(event: str, fn: Callable[..., Any]) -> None:

@@ -14,11 +14,12 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .errors import WRONGTYPE
-from .events import HASH_SWAPPED
+from .events import HASH_SWAPPED, KEY_DELETED
 from .types import hash as _hash_mod
 from .types.hash import ColdHash, Hash
 
 if TYPE_CHECKING:
+    from .persistence.journal import Journal
     from .server import Server
 
 _frozen_ms: int | None = None
@@ -149,11 +150,15 @@ class Database:
         self.modified(key, created)
 
     def delete(self, key: bytes) -> bool:
-        if self.peek(key) is None:
+        v = self.peek(key)
+        if v is None:
             return False
         del self.data[key]
         if self.expires:
             self.expires.pop(key, None)
+        if KEY_DELETED:
+            for fn in KEY_DELETED:
+                fn(self, key, v)
         self.modified(key)
         return True
 
@@ -169,7 +174,8 @@ class Database:
                     c.dirty_cas = True
         if self.blocking and key in self.blocking:
             s.ready_keys[(self.index, key)] = None
-        j = s.journal
+        # (typed: the compiled build reads the journal's fields directly, not by attribute lookups)
+        j: Journal | None = s.journal
         if j is not None:
             if j.scheduled:  # (Journal.key_changed's common case, inlined: this runs for every write)
                 k = (self.index, key)

@@ -48,6 +48,7 @@ MODULES = (
     "respqueue.keyspace",
     "respqueue.types.zset",
     "respqueue.commands.zsets",
+    "respqueue.commands.registry",
 )
 #: mypyc's group: the shared library holding the compiled code of all of MODULES (``<GROUP>__mypyc``)
 GROUP = "respqueue_speedups"

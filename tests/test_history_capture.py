@@ -317,8 +317,8 @@ def test_chunk_text_is_the_json_of_the_values_as_read(server):
 
 def test_waiting_job_removed_after_its_hash_keeps_its_name(server):
     """A job added, left waiting (its hash gone cold: packed) and removed the way BullMQ's removeJob does
-    it (the hash deleted before the 'removed' event): the event still has the job's name, from the
-    capture's cache of waiting jobs, in database 0 and in another database."""
+    it (the hash deleted before the 'removed' event, in the same script): the event still has the job's name,
+    from the hash the script deleted, in database 0 and in another database."""
     srv = server("--hash-compact-delay", "50")
     r = redis.Redis(port=srv.port)
     for dbi in (0, 3):
@@ -338,22 +338,21 @@ def test_waiting_job_removed_after_its_hash_keeps_its_name(server):
 
 
 @pytest.mark.parametrize("dbi,jid", [(0, "1"), (0, "a:b"), (2, "7"), (2, "x:7")])
-def test_cached_job_goes_cold_as_its_blob_and_is_followed_when_thawed(server, dbi, jid):
-    """The capture's cache of in-flight jobs follows the keyspace's object (the ``hash_swapped`` event): a
-    cached waiting job goes cold as its blob alone (DEBUG PACKED 2: the cache let go of its hash object),
-    and once a command thaws it and changes it, a final record made after its hash is deleted has the
-    changed fields, not those it had when it went cold. In another database too, and for a job id with a
-    colon (the swap finds a job by its key's last colon, and such ids by their queue)."""
+def test_waiting_job_goes_cold_as_its_blob_and_its_final_record_has_its_changes(server, dbi, jid):
+    """A waiting job's hash goes cold as its blob alone (DEBUG PACKED 2: nothing but the keyspace holds it),
+    and once a command thaws it and changes it, a final record made after its hash is deleted (in the
+    script that writes the event) has the changed fields, not those it had when it went cold. In another
+    database too, and for a job id with a colon."""
     srv = server("--hash-compact-delay", "50")
     c = redis.Redis(port=srv.port, db=dbi)
     q = f"sw{dbi}{len(jid)}"
-    c.hset(f"bull:{q}:other", mapping={"name": "x"})  # (a job of another id in the same queue, cached too)
+    c.hset(f"bull:{q}:other", mapping={"name": "x"})  # (a job of another id in the same queue)
     c.xadd(f"bull:{q}:events", {"event": "added", "jobId": "other", "name": "x"})
     c.hset(f"bull:{q}:{jid}", mapping={"name": "nm", "timestamp": "1000", "atm": "0", "delay": "0"})
     c.xadd(f"bull:{q}:events", {"event": "added", "jobId": jid, "name": "nm"})
     deadline = time.time() + 30
     while c.execute_command("DEBUG", "PACKED", f"bull:{q}:{jid}") != 2:
-        assert time.time() < deadline, "the cached job hash did not go cold as its blob"
+        assert time.time() < deadline, "the job hash did not go cold as its blob"
         time.sleep(0.05)
     c.hset(f"bull:{q}:{jid}", mapping={"atm": "1", "processedOn": "2000", "finishedOn": "3000"})
     c.eval("redis.call('DEL', KEYS[1]); redis.call('XADD', KEYS[2], '*', 'event', 'completed', 'jobId', ARGV[1],"
@@ -364,11 +363,11 @@ def test_cached_job_goes_cold_as_its_blob_and_is_followed_when_thawed(server, db
     c.close()
 
 
-def test_finished_job_goes_cold_without_telling_the_capture(server):
-    """A job the capture no longer holds (it dropped the hash at ``completed``) goes cold without a
-    ``hash_swapped`` call (DEBUG COLD-HASHES' 5th figure counts the compactions that told the subscribers):
-    nothing to swap. A waiting job it holds is still told, and its final record made after the hash is
-    deleted has the fields it had when it went cold."""
+def test_job_hashes_go_cold_without_telling_the_capture(server):
+    """The capture holds no job hash (a finished, a waiting and an active job alike): each goes cold without
+    a ``hash_swapped`` call (DEBUG COLD-HASHES' 5th figure counts the compactions that told the
+    subscribers), as its blob alone. A final record made after the hash is deleted, in the script that
+    writes the event, has the fields the job had, thawed and changed since it went cold."""
     srv = server("--hash-compact-delay", "50")
     c = redis.Redis(port=srv.port)
     c.hset("bull:fin:1", mapping={"name": "done", "timestamp": "1000", "atm": "1", "processedOn": "2000"})
@@ -376,18 +375,22 @@ def test_finished_job_goes_cold_without_telling_the_capture(server):
     c.xadd("bull:fin:events", {"event": "completed", "jobId": "1", "returnvalue": "7"})
     c.hset("bull:fin:2", mapping={"name": "held", "timestamp": "1000", "atm": "0"})
     c.xadd("bull:fin:events", {"event": "added", "jobId": "2", "name": "held"})
+    c.hset("bull:fin:3", mapping={"name": "busy", "timestamp": "1000", "atm": "0"})
+    c.xadd("bull:fin:events", {"event": "added", "jobId": "3", "name": "busy"})
+    c.xadd("bull:fin:events", {"event": "active", "jobId": "3", "prev": "waiting"})
     deadline = time.time() + 30
-    while c.execute_command("DEBUG", "PACKED", "bull:fin:1") != 2 or c.execute_command("DEBUG", "PACKED",
-                                                                                        "bull:fin:2") != 2:
+    while any(c.execute_command("DEBUG", "PACKED", f"bull:fin:{i}") != 2 for i in (1, 2, 3)):
         assert time.time() < deadline, "the job hashes did not go cold as their blobs"
         time.sleep(0.05)
-    assert c.execute_command("DEBUG", "COLD-HASHES")[4] == 1  # (job 2's alone)
+    assert c.execute_command("DEBUG", "COLD-HASHES")[4] == 0
+    c.hset("bull:fin:2", mapping={"atm": "1", "processedOn": "2500"})  # (thawed, changed)
     c.eval("redis.call('DEL', KEYS[1]); redis.call('XADD', KEYS[2], '*', 'event', 'completed', 'jobId', '2',"
            " 'returnvalue', '8')", 2, "bull:fin:2", "bull:fin:events")
     c.save()
     f = finals_of(srv, "fin")
     assert (f["1"]["name"], f["1"]["processed_on"]) == ("done", 2000), f
-    assert (f["2"]["name"], f["2"]["timestamp"], f["2"]["state"]) == ("held", 1000, "completed"), f
+    assert (f["2"]["name"], f["2"]["timestamp"], f["2"]["processed_on"], f["2"]["attempts_made"],
+            f["2"]["state"]) == ("held", 1000, 2500, 1, "completed"), f
     c.close()
 
 

@@ -60,7 +60,7 @@ from itertools import compress, repeat
 from operator import getitem, itemgetter
 from typing import Any, ClassVar
 
-from respqueue.keyspace import mstime
+from respqueue.keyspace import Database, mstime
 from respqueue.persistence import register_layout
 from respqueue.persistence.codec import KEY_UPSERT as _KEY_UPSERT
 from respqueue.types.hash import HASHES, ColdHash
@@ -144,7 +144,7 @@ class JobLayout:
         self.reg: dict[int, dict[bytes, dict[bytes, Any]]] = {}
         # db -> lock keys ``<job key>:lock`` kept in their owned job's row (lock, lock_ms), not a row of their own
         self.folded: dict[int, set[bytes]] = {}
-        self.dbs: list[Any] = []
+        self.dbs: list[Database] = []
         self.upsert_sql = STATE_UPSERT
         self.upsert_sqls = frozenset((STATE_UPSERT, JOB_UPSERT))  # the statements that write job rows
         # the batch being built (``before`` to ``stamp``): (db, job key) -> ``find``'s answer, forgotten
@@ -276,7 +276,8 @@ class JobLayout:
 
     # ---- batches --------------------------------------------------------------
     def before(
-        self, dirty: dict[tuple[int, bytes], Any], dbs: list[Any], stored: dict[tuple[int, bytes], bytes], append: Any
+        self, dirty: dict[tuple[int, bytes], Any], dbs: list[Database], stored: dict[tuple[int, bytes], bytes],
+        append: Any,
     ) -> None:
         """Called with a batch's dirty keys before they become rows: takes the job-row containers' change
         logs, marks the job hashes whose row changes dirty, and hands a container that breaks the
@@ -307,7 +308,7 @@ class JobLayout:
             dbi, ckey = k
             prefix = ckey[: ckey.rindex(b":") + 1]
             data = dbs[dbi].data
-            v = data.get(ckey)
+            v: Any = data.get(ckey)
             rt = None if v is None or type(v) is bytes else v.rtype
             old = stored.get(k)
             if old == JOBS:
@@ -423,7 +424,7 @@ class JobLayout:
         self,
         locks: list[tuple[int, bytes]],
         dirty: dict[tuple[int, bytes], Any],
-        dbs: list[Any],
+        dbs: list[Database],
         append: Any,
         touched: list[tuple[int, bytes]],
     ) -> None:
@@ -494,9 +495,11 @@ class JobLayout:
                 self._fallback(k, v, stored, dirty, touched)
                 return
             ix = v._ix
+            assert ix is not None  # (indexed: checked by ``before``, or just rebuilt by reindex)
+            log: list[tuple[float, bytes | None]] = jl if jl else []
             # each member pushed in the batch at its last logged position (a position never changes while
             # the member stays: a renumbered list is written whole), if it is still there
-            new: Any = {x: pos for pos, x in jl if x is not None and x in ix}  # (a later push of x overwrites)
+            new: Any = {x: pos for pos, x in log if x is not None and x in ix}  # (a later push of x overwrites)
         else:
             if not jl:
                 return

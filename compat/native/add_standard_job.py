@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from respqueue.coldhash import pack_now
 from respqueue.commands.streams import append_star, node_limits, xadd_auto_id
 from respqueue.events import STREAM_ADDED
+from respqueue.keyspace import Database
 from respqueue.numbers import str2int
 from respqueue.persistence.codec import COMPACT_MAX_BYTES
 from respqueue.types import hash as hash_mod
@@ -153,7 +154,7 @@ def _delayed_when(ts: Any, delay: Any, undelayed: int | None) -> int:
     return when
 
 
-def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
+def _delayed_score(db: Database, delayed_key: bytes, ts: Any, delay: Any) -> tuple[int, int]:
     """getDelayedScore, read before any write: (the job's score, its delayed timestamp); Bail unless exact."""
     when = _delayed_when(ts, delay, None)
     lo, hi = when * 0x1000, (when + 1) * 0x1000 - 1
@@ -171,7 +172,7 @@ def _delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any) -> tuple[in
     return lo, when
 
 
-def _old_delayed_score(db: Any, delayed_key: bytes, ts: Any, delay: Any, counter: int) -> tuple[int, int]:
+def _old_delayed_score(db: Database, delayed_key: bytes, ts: Any, delay: Any, counter: int) -> tuple[int, int]:
     """addDelayedJob's score before 5.8 (no same-millisecond slot search): (score, delayed timestamp, 0
     without a delay); Bail unless exact."""
     when = _delayed_when(ts, delay, 0)
@@ -214,7 +215,7 @@ def _job_args(ctx: Ctx, v: AddVariant, argv: list[bytes], parent: tuple[int, ...
     return prefix, custom_id, name, timestamp, ts, rjk, opts, opts_json
 
 
-def _next_counter(db: Any, id_key: bytes) -> int:
+def _next_counter(db: Database, id_key: bytes) -> int:
     """What the script's INCR of the id counter will return; Bail near Lua's number limit."""
     cur = _check(db, id_key, bytes)
     if cur is None:
@@ -225,7 +226,7 @@ def _next_counter(db: Any, id_key: bytes) -> int:
     return n + 1
 
 
-def job_checks(db: Any, keys: list[bytes], id_key: bytes, meta_key: bytes, events_key: bytes, prefix: bytes,
+def job_checks(db: Database, keys: list[bytes], id_key: bytes, meta_key: bytes, events_key: bytes, prefix: bytes,
                custom_id: bytes) -> tuple[bytes, bytes, bytes | None]:
     """What the add scripts check before their first write (the id counter, meta, the job's key, the events
     stream); returns (job id, job key, meta's opts.maxLenEvents or None). Bail: a duplicated custom id, a
@@ -541,7 +542,6 @@ class AddRun:
             raise Bail("existing job")  # (a duplicate: the Lua path answers it)
         # ---- the script's writes, in its order
         db = self.db
-        modified = db.modified
         done = ctx.done
         per_job = self.per_job
         self.counter = counter
@@ -549,7 +549,7 @@ class AddRun:
         id_key = self.id_key
         created = id_key not in data
         data[id_key] = b"%d" % counter
-        modified(id_key, created)
+        db.modified(id_key, created)
         if custom_id:
             per_job = [*per_job[:3], EXISTS, *per_job[3:]]
         # HMSET job: a new hash, its fields in the script's order (Hash.set_pairs' work on a new hash: its
@@ -573,7 +573,7 @@ class AddRun:
         else:  # (compaction off: the Hash, as HMSET makes it)
             v_ = _live_job_hash(ht, values)
         data[job_key] = v_  # (Database.add: the key is absent, checked above)
-        modified(job_key, True)
+        db.modified(job_key, True)
         x = self.xadd_added.copy()
         x[6] = job_id
         x[8] = name
@@ -600,7 +600,7 @@ class AddRun:
         else:
             # XADD * inline (commands/streams.xadd_auto_id's work): the entry at the next auto ID, the keyspace's hooks
             new = append_star(events, x[3:], limits)
-            modified(events_key)
+            db.modified(events_key)
             if hist is not None:
                 hist(sc, events_key, new >> 64, x, 3)
             elif hooks:
@@ -615,14 +615,14 @@ class AddRun:
             self.wait = self.data.get(self.wait_key)
         else:
             wait.push_one(job_id, True)  # (LPUSH of one value: push_left's work without its lists)
-            modified(self.wait_key)
+            db.modified(self.wait_key)
         if not self.paused_or_maxed and not v.marker_first:
             self._marker(ctx)
         x = self.xadd_waiting.copy()
         x[9] = job_id
         new = append_star(events, x[6:], limits)
         events.trim(self.maxlen, None, True, limits[2])
-        modified(events_key)
+        db.modified(events_key)
         if hist is not None:
             hist(sc, events_key, new >> 64, x, 6)
         elif hooks:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from heapq import heappush
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import msgpack
 from hiredis import pack_command
@@ -17,7 +17,7 @@ from lua.convert import format_number_arg, truncate
 from respqueue.commands.lists import _pop_done
 from respqueue.commands.registry import Command
 from respqueue.commands.streams import xadd_auto_id, xadd_auto_id_trimmed
-from respqueue.keyspace import mstime
+from respqueue.keyspace import Database, mstime
 from respqueue.numbers import str2int
 from respqueue.resp import _BULK_HDR, _MBULK, Encoded, RedisError
 from respqueue.types.hash import ColdHash, Hash, unpacked
@@ -52,6 +52,7 @@ DEL = cmd("del")
 _INT_RE = re.compile(rb"-?[0-9]{1,15}\Z")
 _NUM_RE = re.compile(rb"-?[0-9]{1,16}(\.[0-9]{1,6})?\Z")
 _EXACT = 2**53
+_EXACT_I: Final = 9007199254740992  # (2**53, a constant the compiled build compares with natively)
 _MAX_COUNTER = 10**14 - 1  # Lua 5.1 prints numbers up to here without an exponent ("jobCounter .. ''")
 _INT64_MAX = 2**63 - 1
 
@@ -64,8 +65,9 @@ def _num(v: Any) -> bytes:
     """A Lua number (from msgpack) as a redis.call argument; Bail if not exactly representable."""
     t = type(v)
     if t is int:
-        if -_EXACT < v < _EXACT:
-            return b"%d" % v
+        iv: int = v
+        if -_EXACT_I < iv < _EXACT_I:
+            return b"%d" % iv
         raise Bail("number out of range")
     if t is float:
         if v != v or not -_EXACT < v < _EXACT:
@@ -124,7 +126,7 @@ def _opts_with_json(ctx: Ctx, raw: bytes) -> tuple[dict[Any, Any], bytes]:
     return e
 
 
-def _check(db: Any, key: bytes, cls: type) -> Any:
+def _check(db: Database, key: bytes, cls: type) -> Any:
     """The value at ``key`` if absent or a ``cls``; Bail otherwise (the script would fail).
 
     What ``db.lookup`` gives, without its call for the usual cases: an absent key, and a value of exactly
@@ -142,7 +144,7 @@ def _check(db: Any, key: bytes, cls: type) -> Any:
     return v
 
 
-def _check_stream(db: Any, key: bytes) -> None:
+def _check_stream(db: Database, key: bytes) -> None:
     s = _check(db, key, Stream)
     if s is not None and s.last_id >= MAX_ID - 8:
         raise Bail("stream ids exhausted")
@@ -160,7 +162,7 @@ def _paused_or_maxed_attrs(paused: Any, concurrency: Any) -> int | None:
     return None
 
 
-def _check_meta(db: Any, key: bytes) -> Any:
+def _check_meta(db: Database, key: bytes) -> Any:
     meta = _check(db, key, Hash)
     if meta is not None:
         _paused_or_maxed_attrs(meta.get(b"paused"), meta.get(b"concurrency"))
@@ -510,7 +512,7 @@ def _counter_ok(v: bytes | None) -> bool:
     return n is not None and n < _INT64_MAX
 
 
-def _lock_state(db: Any, job_key: bytes, token: bytes, old_lock: bool = False) -> int:
+def _lock_state(db: Database, job_key: bytes, token: bytes, old_lock: bool = False) -> int:
     """removeLock's outcome, read before any write: 0 (no lock to remove: token "0"), 1 (the lock holds
     ``token``: DEL it, SREM the stalled set), -2 (no lock) or -6 (another token; ``old_lock``, the lock
     handled inline before 5.5: -2 for another token's lock too)."""
@@ -589,7 +591,7 @@ def _get_or_set_max_events(ctx: Ctx, meta_key: bytes, max_events: bytes | None) 
     return max_events
 
 
-def _check_pc(db: Any, pc_key: bytes, band: bool = False) -> None:
+def _check_pc(db: Database, pc_key: bytes, band: bool = False) -> None:
     """The priority counter INCR takes, below 2**32 - 1 (``band``, 5.0-5.7's bit.band score: below 2**31 - 1);
     Bail otherwise."""
     pc = _check(db, pc_key, bytes)

@@ -327,7 +327,7 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
     monitors = ctx.monitors
     # ---- reads (an error here still falls back to Lua: nothing written yet)
     done = ctx.done  # None with a MONITOR client attached (then it is fed each inline call: ctx.inline)
-    job = unpacked(db.lookup(job_key))
+    job: Any = unpacked(db.lookup(job_key))
     if done is None:
         ctx.inline(EXISTS, [b"EXISTS", job_key])
     else:
@@ -358,6 +358,7 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
     # ---- everything that could fail or branch after the first write
     if type(job) is not Hash:
         raise Bail("wrong type")
+    hjob: Hash = job
     jd = job.d  # (a plain Hash: its fields dict, read without a method call per field)
     if b"parentKey" in jd or b"parent" in jd or b"deid" in jd:
         raise Bail("job with parent or dedup")
@@ -495,7 +496,7 @@ def _finish(ctx: Ctx, keys: list[bytes], argv: list[bytes], variant: MtfVariant,
     if not remove and db.data.get(job_key) is job:
         # a finished job is not read again by its worker: held packed now, not a --hash-compact-delay later
         # (the same packing, without the compactor's bookkeeping or the holes its live objects would leave)
-        pack_now(db, job_key, job)
+        pack_now(db, job_key, hjob)
     if fetch_next:
         # fetchNextJob. getQueueMetadata: HMGET meta (a hash or absent: checked above)
         if variant.meta is None:  # getTargetQueueList before 5.9: paused or not, no concurrency limit

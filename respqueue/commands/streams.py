@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import NO_SUCH_KEY, NOT_INTEGER, SYNTAX, wrong_args
 from ..events import STREAM_ADDED
-from ..keyspace import mstime
+from ..keyspace import Database, mstime
 from ..resp import NULL_ARRAY, OK, RedisError, Status
 from ..types.stream import INVALID_ENTRIES_READ, MASK64, MAX_ID, Group, Nack, Stream, format_id
 from .registry import command, container, subcommand
@@ -534,7 +534,7 @@ def _parse_block_ms(b: bytes) -> int:
     return v
 
 
-def _stream_or_none(db: Any, key: bytes) -> Stream | None:
+def _stream_or_none(db: Database, key: bytes) -> Stream | None:
     v = db.lookup(key)
     return v if isinstance(v, Stream) else None
 

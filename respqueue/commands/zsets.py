@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import MIN_MAX_NOT_FLOAT, MIN_MAX_NOT_LEX, NOT_FLOAT, NOT_INTEGER, SYNTAX, WRONGTYPE
 from ..glob import compile_glob
-from ..keyspace import mstime
+from ..keyspace import Database, mstime
 from ..resp import NULL_ARRAY, RedisError
 from ..types.zset import MAXSTR, MINSTR, Entry, ZSet
 from .registry import command
@@ -172,7 +172,7 @@ def _exact_ceil_ms(b: bytes, v: float) -> int:
 
 
 # ---- helpers ----------------------------------------------------------------
-def _zget(db: Any, key: bytes) -> Any:
+def _zget(db: Database, key: bytes) -> Any:
     """The zset at ``key``, None if absent, WRONGTYPE for other types."""
     v = db.lookup(key)
     if v is None:
@@ -196,7 +196,7 @@ def _emit(c: Any, entries: list[Entry], withscores: bool) -> list[Any]:
     return out
 
 
-def _changed(db: Any, key: bytes, z: Any) -> None:
+def _changed(db: Database, key: bytes, z: Any) -> None:
     """After removing members: drop the key if the zset is empty."""
     if len(z):
         db.modified(key)
@@ -204,7 +204,7 @@ def _changed(db: Any, key: bytes, z: Any) -> None:
         db.delete(key)
 
 
-def _store(db: Any, dst: bytes, entries: list[Entry]) -> int:
+def _store(db: Database, dst: bytes, entries: list[Entry]) -> int:
     """Store ascending ``entries`` at ``dst`` (deleting it when empty); returns the count."""
     if entries:
         db.set(dst, ZSet.from_sorted(entries))

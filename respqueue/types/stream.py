@@ -139,6 +139,30 @@ _FIELDS_SZ: dict[tuple[bytes, ...], int] = {}
 _ssz_of = _SSZ_MEMO.__getitem__
 
 
+def _vals_sz(fv: list[bytes]) -> int:
+    """The sum of :func:`_ssz` over the values of the flat field/value list ``fv`` (its odd items). A value
+    is most often new (a job id, a timestamp): computed here, not looked up in a memo that would keep it."""
+    t = 0
+    i = 1
+    n = len(fv)
+    while i < n:
+        b = fv[i]
+        k = len(b)
+        if 0 < k <= 18 and b.isdigit():
+            if k == 1 or b[0] != 48:  # a canonical decimal: listpack keeps it as an integer
+                v = int(b)
+                t += 2 if v <= 127 else 3 if v <= 4095 else 4 if v <= 32767 else 5 if v <= 8388607 else (
+                    6 if v <= 2147483647 else 10)
+            else:
+                t += k + 2  # (a leading zero: a string)
+        elif k < 19 and (k == 0 or b[0] != 45):
+            t += k + 2  # a short string that is no integer
+        else:
+            t += _ssz(b)
+        i += 2
+    return t
+
+
 def _signed64(v: int) -> int:
     v &= MASK64
     return v - (1 << 64) if v >= 1 << 63 else v
@@ -373,7 +397,7 @@ class Stream(Journaled):
             eb += 2 if 0 <= d <= 127 else 3 if -4096 <= d <= 4095 else _isz(_signed64(d))  # seq delta
             same = fields == node.fields
         if same:
-            eb += sum(map(_ssz_of, fv[1::2])) + (2 if n <= 124 else _isz(n + 3))
+            eb += _vals_sz(fv) + (2 if n <= 124 else _isz(n + 3))
         else:
             # the fields' sizes cached per tuple of names (events of one kind repeat them)
             tf = tuple(fields)
@@ -383,7 +407,7 @@ class Stream(Journaled):
                 if len(_FIELDS_SZ) >= 1024:
                     _FIELDS_SZ.clear()
                 _FIELDS_SZ[tf] = fsz
-            eb += fsz + sum(map(_ssz_of, fv[1::2])) + (4 if n <= 61 else _isz(n) + _isz(2 * n + 4))
+            eb += fsz + _vals_sz(fv) + (4 if n <= 61 else _isz(n) + _isz(2 * n + 4))
         node.count += 1
         node.nbytes += eb
         node.last = id_
