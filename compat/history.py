@@ -71,7 +71,7 @@ from respqueue.keyspace import Database
 from respqueue.persistence import register_plugin
 from respqueue.persistence.journal import Journal
 from respqueue.persistence.store import register_schema
-from respqueue.types.hash import ColdHash, Hash
+from respqueue.types.hash import HASHES, ColdHash, Hash
 
 log = logging.getLogger("respqueue")
 
@@ -656,7 +656,7 @@ def on_key_deleted(db: Any, key: bytes, value: Any) -> None:
     if type(value) is bytes:
         return  # (a string: a job's lock, most often)
     h = db.server.history
-    if h is not None and (type(value) is Hash or type(value) is ColdHash or getattr(value, "rtype", None) == b"hash"):
+    if h is not None and isinstance(value, HASHES):
         h.deleted(db.index, key, value)
 
 

@@ -51,8 +51,7 @@ DEL = cmd("del")
 
 _INT_RE = re.compile(rb"-?[0-9]{1,15}\Z")
 _NUM_RE = re.compile(rb"-?[0-9]{1,16}(\.[0-9]{1,6})?\Z")
-_EXACT = 2**53
-_EXACT_I: Final = 9007199254740992  # (2**53, a constant the compiled build compares with natively)
+_EXACT: Final = 9007199254740992  # 2**53 (Final: a constant the compiled build compares with natively)
 _MAX_COUNTER = 10**14 - 1  # Lua 5.1 prints numbers up to here without an exponent ("jobCounter .. ''")
 _INT64_MAX = 2**63 - 1
 
@@ -66,7 +65,7 @@ def _num(v: Any) -> bytes:
     t = type(v)
     if t is int:
         iv: int = v
-        if -_EXACT_I < iv < _EXACT_I:
+        if -_EXACT < iv < _EXACT:
             return b"%d" % iv
         raise Bail("number out of range")
     if t is float:

@@ -150,9 +150,7 @@ def _vals_sz(fv: list[bytes]) -> int:
         k = len(b)
         if 0 < k <= 18 and b.isdigit():
             if k == 1 or b[0] != 48:  # a canonical decimal: listpack keeps it as an integer
-                v = int(b)
-                t += 2 if v <= 127 else 3 if v <= 4095 else 4 if v <= 32767 else 5 if v <= 8388607 else (
-                    6 if v <= 2147483647 else 10)
+                t += _isz(int(b))
             else:
                 t += k + 2  # (a leading zero: a string)
         elif k < 19 and (k == 0 or b[0] != 45):
