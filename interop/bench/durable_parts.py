@@ -2,7 +2,7 @@
 
     python -m interop.bench.durable_parts [--workload add|process|addbulk] [--jobs N] [--parts W,..] [--tap FILE]
         [--client-dir DIR] [--client node|python]
-    python -m interop.bench.durable_parts --replay FILE [--rounds R]
+    python -m interop.bench.durable_parts --replay FILE [--rounds R] [--pages]
 
 The first form starts this checkout's server (``--durability durable``) with the persistence path's
 functions (the journal's steps, the job-row layout's ``before``/``stamp``, the history capture's
@@ -19,16 +19,21 @@ takes each part's share of it out, which matters for the parts called several ti
 ``--tap FILE`` also writes every batch handed to the writer (its frames, as on the pipe) to FILE; the
 second form replays such a file into a fresh store (schema made by a server start) in this process,
 ``--rounds`` times, and prints the CPU it took (user, system): the writer's SQLite work without the
-loop beside it, for A/B of statements, pragmas or bindings on the very batches a run made.
+loop beside it, for A/B of statements, pragmas or bindings on the very batches a run made. ``--pages`` then
+replays it once more without checkpoints and prints the WAL frames per commit by the b-tree each frame's page
+belongs to (SQLite's ``dbstat``): which tables and indexes a commit rewrites, and how many pages of each.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import resource
 import shutil
 import signal
+import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -185,7 +190,29 @@ def measure(workload: str, jobs: int, tap: str, only: str = "") -> int:
     return 0
 
 
-def replay(path: str, rounds: int) -> int:
+def wal_pages(db: str) -> tuple[int, collections.Counter[str]]:
+    """The commits in the WAL of the store ``db`` and its frames by b-tree (``name:pagetype`` from ``dbstat``;
+    page 1, the header's, counts as ``sqlite_schema``; a page no b-tree holds now is ``free``)."""
+    with open(db + "-wal", "rb") as f:
+        wal = f.read()
+    page_size = struct.unpack(">I", wal[8:12])[0]
+    pages: list[int] = []
+    commits = 0
+    off = 32  # the WAL header; then frames of a 24-byte header and a page
+    while off + 24 + page_size <= len(wal):
+        pgno, size_after = struct.unpack(">II", wal[off:off + 8])
+        pages.append(pgno)
+        commits += size_after != 0  # (a commit's last frame holds the database's size after it)
+        off += 24 + page_size
+    conn = sqlite3.connect(db)
+    try:
+        owner = {pgno: f"{name}:{kind}" for name, pgno, kind in conn.execute("SELECT name, pageno, pagetype FROM dbstat")}
+    finally:
+        conn.close()
+    return commits, collections.Counter(owner.get(p, "free") for p in pages)
+
+
+def replay(path: str, rounds: int, pages: bool = False) -> int:
     from respqueue.persistence import writer as W
 
     frames = []
@@ -223,6 +250,23 @@ def replay(path: str, rounds: int) -> int:
             conn.close()
             u, s = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
             print(f"round {r + 1}: {len(frames)} batches, CPU {u + s:.3f} s (user {u:.3f}, system {s:.3f})")
+        if pages:
+            # once more, the WAL kept whole (no checkpoint moves its frames into the database meanwhile)
+            d = os.path.join(tmp, "db")
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.copytree(tpl, d)
+            db = os.path.join(d, "respqueue.db")
+            conn = W.open_connection(db, "FULL")
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for fr in frames:
+                W.run_batch(conn, W.unpack(fr)[1])
+            commits, by_tree = wal_pages(db)
+            conn.close()
+            n = max(commits, 1)
+            print(f"WAL frames per commit: {sum(by_tree.values()) / n:.2f} ({commits} commits)")
+            for tree, k in by_tree.most_common():
+                print(f"  {k / n:6.2f}  {tree}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
@@ -235,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tap", default="", help="also write the batches handed to the writer to this file")
     ap.add_argument("--replay", default="", help="replay a --tap file into a fresh store instead")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pages", action="store_true", help="with --replay: the WAL frames per commit, by b-tree")
     ap.add_argument("--parts", default="",
                     help="wrap only the parts whose label holds one of these comma-separated words (e.g. layout,"
                          "journal: leaves the per-event parts unwrapped, to see the wrappers' cost in the loop's CPU)")
@@ -242,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     use_client(a.client, a.client_dir)
     if a.replay:
-        return replay(a.replay, a.rounds)
+        return replay(a.replay, a.rounds, a.pages)
     return measure(a.workload, a.jobs, a.tap, a.parts)
 
 
