@@ -234,11 +234,18 @@ def replay(path: str, rounds: int, pages: bool = False) -> int:
         import gc
 
         gc.set_threshold(50_000, 10, 10)  # as the writer
-        for r in range(rounds):
+        # the rounds, then with --pages one pass more that keeps its WAL whole (no checkpoint moves its frames into
+        # the database meanwhile) to name the b-tree of each frame
+        for r in range(rounds + (1 if pages else 0)):
+            whole_wal = r == rounds
             d = os.path.join(tmp, "db")
             shutil.rmtree(d, ignore_errors=True)
             shutil.copytree(tpl, d)
-            conn = W.open_connection(os.path.join(d, "respqueue.db"), "FULL")
+            db = os.path.join(d, "respqueue.db")
+            conn = W.open_connection(db, "FULL")
+            if whole_wal:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             batches = [W.unpack(fr)[1] for fr in frames]
             r0 = resource.getrusage(resource.RUSAGE_SELF)
             for ops in batches:
@@ -247,26 +254,17 @@ def replay(path: str, rounds: int, pages: bool = False) -> int:
                     print("batch failed:", err)
                     return 1
             r1 = resource.getrusage(resource.RUSAGE_SELF)
+            if whole_wal:
+                commits, by_tree = wal_pages(db)
+                conn.close()
+                n = max(commits, 1)
+                print(f"WAL frames per commit: {sum(by_tree.values()) / n:.2f} ({commits} commits)")
+                for tree, k in by_tree.most_common():
+                    print(f"  {k / n:6.2f}  {tree}")
+                continue
             conn.close()
             u, s = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
             print(f"round {r + 1}: {len(frames)} batches, CPU {u + s:.3f} s (user {u:.3f}, system {s:.3f})")
-        if pages:
-            # once more, the WAL kept whole (no checkpoint moves its frames into the database meanwhile)
-            d = os.path.join(tmp, "db")
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.copytree(tpl, d)
-            db = os.path.join(d, "respqueue.db")
-            conn = W.open_connection(db, "FULL")
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            for fr in frames:
-                W.run_batch(conn, W.unpack(fr)[1])
-            commits, by_tree = wal_pages(db)
-            conn.close()
-            n = max(commits, 1)
-            print(f"WAL frames per commit: {sum(by_tree.values()) / n:.2f} ({commits} commits)")
-            for tree, k in by_tree.most_common():
-                print(f"  {k / n:6.2f}  {tree}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
