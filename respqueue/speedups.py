@@ -38,6 +38,7 @@ MODULES = (
     "compat.scripts",
     "compat.history",
     "compat.engine.layout",
+    "compat.engine.idindex",
     "respqueue.types.stream",
     "respqueue.commands.streams",
     "respqueue.call",

@@ -23,11 +23,13 @@ from .servers import env_var, start_redis
 from .test_persistence import Node, snapshot
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _job_rows_on() -> Iterator[None]:
+@pytest.fixture(scope="module", autouse=True, params=["2048", "0"], ids=["sets", "bitmaps"])
+def _job_rows_on(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every server this module starts has job rows (RESPQUEUE_JOB_ROWS=on, the default), unless a test
-    sets the variable itself."""
-    with env_var("RESPQUEUE_JOB_ROWS", "on"):
+    sets the variable itself. The module runs twice: with the job-row lists' member index as the default
+    has it (a set up to 2,048 members, a bitmap of job ids above: compat/engine/idindex.py), and with every
+    list's index a bitmap (RESPQUEUE_IDINDEX_MIN=0)."""
+    with env_var("RESPQUEUE_JOB_ROWS", "on"), env_var("RESPQUEUE_IDINDEX_MIN", request.param):
         yield
 
 
@@ -1006,3 +1008,47 @@ def test_containers_and_locks_handed_over_by_the_core_scan(node: Node) -> None:
     expect = {k: v for k, v in before.items() if k[1] != b"bull:q:23:lock" and k != (0, b"bull:t:wait")}
     assert snapshot(node.r) == expect
     check_restart(node)
+
+
+def test_a_big_wait_list_indexed_by_job_id(node: Node) -> None:
+    """A wait list past 2,048 members (its index becomes a bitmap of job ids as it grows, and is built as one
+    at load), with custom ids, ids with leading zeros and a far id among the decimals: taken from both ends,
+    moved, removed, checked against redis-server and after kill -9 restarts."""
+    r = node.r
+    ref = start_redis()
+    try:
+        rr = redis.Redis(port=ref.port)
+        for c in (r, rr):
+            p = c.pipeline(transaction=False)
+            for i in range(1, 3001):
+                job(p, "big", i)  # type: ignore[arg-type]
+                p.lpush("bull:big:wait", str(i))
+            for jid in ("custom-a", "007", "123456789012345678901", "999999999999"):
+                p.hset(f"bull:big:{jid}", mapping={"name": "j", "data": "{}", "timestamp": "1"})
+                p.lpush("bull:big:wait", jid)
+            p.execute()
+            for _ in range(500):
+                c.lmove("bull:big:wait", "bull:big:active", "RIGHT", "LEFT")
+            for i in range(1, 301):
+                c.lrem("bull:big:active", -1, str(i))
+                c.zadd("bull:big:completed", {str(i): 5000 + i})
+            c.lrem("bull:big:wait", 0, "2000")
+            c.delete("bull:big:2000")
+            c.lrem("bull:big:wait", 0, "custom-a")
+            c.rpush("bull:big:wait", "custom-a")  # retried: to the head
+            c.lrem("bull:big:active", -1, "400")
+            c.rpush("bull:big:wait", "400")
+        assert snapshot(rr) == snapshot(r)
+        rr.close()
+    finally:
+        ref.stop()
+    assert r.llen("bull:big:wait") == 3004 - 500 - 1 + 1
+    assert rows(node, "SELECT count(*) FROM list_items") == [(0,)]  # still job rows
+    check_restart(node)
+    # after the restart (the index built at load) the list keeps working as job rows
+    r = node.r
+    r.lmove("bull:big:wait", "bull:big:active", "RIGHT", "LEFT")
+    r.lpush("bull:big:wait", "3001")
+    job(r, "big", 3001)
+    check_restart(node)
+    assert rows(node, "SELECT state FROM keys WHERE key = ?", b"bull:big:3001") == [(b"bull:big:wait",)]

@@ -12,7 +12,7 @@ from respqueue.types.list import List
 
 def _check(v: JobList) -> None:
     assert v._p is not None and v._ix is not None
-    assert v._ix == set(v._d) and len(v._ix) == len(v._d)  # every member, and nothing else
+    assert set(v._ix) == set(v._d) and len(v._ix) == len(v._d)  # every member, and nothing else
     for m, pos in zip(v._d, v._p, strict=True):
         assert v.position(m) == pos
     assert list(v._p) == sorted(v._p) and len(set(v._p)) == len(v._p)

@@ -3,7 +3,8 @@
 A job-row list (compat/engine/layout.py) needs to tell whether a job is one of its members, each
 member's position (the ``score`` of the member's job row) and, for a batch, which members left it.
 :class:`JobList` keeps beside the deque ``_ix``, the set of its members (the very bytes objects the
-deque holds), and ``_gone``, the members its commands removed since the layout last looked. Every
+deque holds; from :data:`~compat.engine.idindex.BITMAP_MIN` members an :class:`~compat.engine.idindex.IdIndex`,
+the job ids as bits, ~42 bytes less per member), and ``_gone``, the members its commands removed since the layout last looked. Every
 mutator of List keeps them in step, O(1) per element pushed or popped (LINSERT, LREM, LTRIM: O(elements
 removed or searched), as the List's own work). A member pushed while already present (Redis allows
 it, BullMQ never does) cannot be indexed by value: ``_dup`` is set and the layout rebuilds the index
@@ -22,14 +23,22 @@ detached as a small one-row list): the class then behaves as a plain List.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from itertools import islice
 from operator import indexOf
 
 from respqueue.types.list import List
 from respqueue.types.positions import Positions
 
+from .idindex import BITMAP_MIN, IdIndex
+
 _NEAR = 256  # members searched at each end of the list (near) before the whole of it (position)
+
+
+def member_index(members: Collection[bytes]) -> set[bytes] | IdIndex:
+    """A job-row list's member set: a ``set``, or from :data:`BITMAP_MIN` members an :class:`IdIndex` (the
+    job ids as bits: ~42 bytes less per member). A member given twice is in it once (its ``len`` is smaller)."""
+    return IdIndex(members) if len(members) >= BITMAP_MIN else set(members)
 
 
 class JobList(List):
@@ -39,7 +48,7 @@ class JobList(List):
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
         super().__init__(items)
-        self._ix: set[bytes] | None = None
+        self._ix: set[bytes] | IdIndex | None = None
         self._gone: list[bytes] = []
         self._dup = False
 
@@ -82,7 +91,7 @@ class JobList(List):
         """Rebuild the index from the elements, O(n) (at C speed); False when a member is in the list
         twice (``_dup`` stays set: it cannot be kept as job rows)."""
         assert self._p is not None
-        ix = self._ix = set(self._d)
+        ix = self._ix = member_index(self._d)
         self._dup = len(ix) != len(self._d)
         return not self._dup
 
@@ -132,6 +141,16 @@ class JobList(List):
         ix.update(values)
         if len(ix) - n != len(values):
             self._dup = True
+        if type(ix) is set and len(ix) >= BITMAP_MIN:
+            self._ix = IdIndex(ix)
+
+    def index_add(self, value: bytes) -> None:
+        """Index ``value`` (not in the index: the caller checked), as a bitmap once the list is big."""
+        ix = self._ix
+        assert ix is not None
+        ix.add(value)
+        if type(ix) is set and len(ix) >= BITMAP_MIN:
+            self._ix = IdIndex(ix)
 
     def _removed(self, values: Iterable[bytes]) -> None:
         ix = self._ix
@@ -165,7 +184,7 @@ class JobList(List):
             if value in ix:
                 self._dup = True
             else:
-                ix.add(value)
+                self.index_add(value)
 
     def pop_one(self, left: bool) -> bytes:
         v = super().pop_one(left)

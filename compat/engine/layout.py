@@ -43,7 +43,8 @@ prefix's few containers. A batch takes each changed container's log (list: the m
 joined have their rows rewritten (``stamp`` reads each one's state from ``find`` and its score from the
 zset, or for a list from the batch's log, else ``_list_pos``: near the list's ends, else a search at C
 speed, and after ``_FAR_SEARCHES`` of them a map of that list's positions for the rest of the batch). A
-list member costs its set entry: ~42 B per waiting job at 200,000 (a member -> position dict and a float
+list member costs its set entry (~42 B per waiting job at 200,000) up to 2,048 members, about a bit of a job-id
+bitmap from there (joblist.py, idindex.py) (a member -> position dict and a float
 per member were ~76 B until 2026-11-27, the side index before it, ``owner`` and ``cont``, ~300 B;
 docs/BENCHMARKS.md, "The containers as the index" and "A job-row list's index as a set").
 """
@@ -67,7 +68,7 @@ from respqueue.types.hash import HASHES, ColdHash
 from respqueue.types.positions import Positions
 from respqueue.types.zset import ZSet
 
-from .joblist import JobList
+from .joblist import JobList, member_index
 
 JOBS = b"jobs"  # Journal.stored value of a container kept as job rows (it has no element rows)
 LIST_TYPE = "joblist"
@@ -911,7 +912,7 @@ class JobLayout:
                     raise ReplicaMismatch(f"job {jk!r}: position {s} of {ckey!r} is taken")
                 p.insert(i, s)
                 d.insert(i, member)
-            ix.add(member)
+            v.index_add(member)
         else:
             if member in v._scores:
                 raise ReplicaMismatch(f"job {jk!r}: twice in {ckey!r}")
@@ -1013,7 +1014,7 @@ class JobLayout:
                 v = JobList(members)
                 v.attach(k, positions=positions if positions is not None else Positions.of(list(scores)))
                 # the member bytes are the deque's own (positions: a run while consecutive, else the scan's floats)
-                v._ix = set(members)
+                v._ix = member_index(members)
                 if len(v._ix) != len(members):
                     v._dup = True  # (a store cannot hold that: one row per job)
             else:
