@@ -163,6 +163,9 @@ def add_serve_flags(s: argparse.ArgumentParser) -> None:
                    help="keep small hashes untouched for MS ms packed (and BullMQ jobs from their add and completion), "
                         "default 1000; 0: never"
                    + env % "HASH_COMPACT_DELAY")
+    s.add_argument("--heap-trim-idle", dest="heap_trim_idle", type=int, metavar="MS",
+                   help="give the memory freed back to the system once no command ran for MS ms (and after the "
+                        "store's load), default 2000; 0: only after the load" + env % "HEAP_TRIM_IDLE")
     add_limit_flags(s)
     add_security_flags(s)
     add_cluster_flags(s)

@@ -86,6 +86,8 @@ class Config:
     repl_timeout: int = 60  # a replica drops its link after this long without a byte from its master
     # small hashes untouched this many ms are kept packed (respqueue/coldhash.py); 0: never
     hash_compact_delay: int = 1000
+    # the C heap's free pages go back to the system after this many ms without a command (respqueue/heap.py); 0: never
+    heap_trim_idle: int = 2000
 
     @classmethod
     def load(cls, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:

@@ -245,6 +245,10 @@ class Server:
             if self.journal is not None:
                 self.journal.start()
         memory.setup(self)  # after the store is loaded, before clients: measures the keyspace when maxmemory is set
+        from . import heap
+
+        heap.trim()  # the load's temporaries: their pages back to the system
+        self._idle_trim = heap.IdleTrim(int(cfg.heap_trim_idle or 0))
         if self.cold_hashes is None:
             from . import coldhash
 
@@ -354,8 +358,12 @@ class Server:
                     self.handle_ready_keys()
                 if self.cold_hashes is not None:
                     self.cold_hashes.tick(now)
-                if tick % max(1, self.config.hz) == 0 and self.config.timeout:
-                    self._close_idle_clients()
+                if tick % max(1, self.config.hz) == 0:
+                    if self.config.timeout:
+                        self._close_idle_clients()
+                    it = getattr(self, "_idle_trim", None)
+                    if it is not None:
+                        it.tick(self.stats_commands, time.monotonic())
             except Exception:
                 log.exception("error in server cron")
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from .. import __version__
+from .. import __version__, heap
 from ..resp import Verbatim
 from .config import get_config
 from .connection import REDIS_VERSION
@@ -152,6 +152,7 @@ def _sec_memory(server: Any) -> list[str]:
         f"allocator_active:{used}",
         f"allocator_resident:{used}",
         "active_defrag_running:0",
+        f"heap_trims:{heap.trims}",  # (respqueue: the C heap's free pages given back, respqueue/heap.py)
         "mem_allocator:libc",
         "lazyfree_pending_objects:0",
         "lazyfreed_objects:0",
