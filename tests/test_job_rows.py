@@ -17,17 +17,18 @@ from typing import Any
 import pytest
 import redis
 
+from compat.engine.idindex import BITMAP_MIN
 from respqueue.persistence.store import SCHEMA_VERSION
 
 from .servers import env_var, start_redis
 from .test_persistence import Node, snapshot
 
 
-@pytest.fixture(scope="module", autouse=True, params=["2048", "0"], ids=["sets", "bitmaps"])
+@pytest.fixture(scope="module", autouse=True, params=[str(BITMAP_MIN), "0"], ids=["sets", "bitmaps"])
 def _job_rows_on(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every server this module starts has job rows (RESPQUEUE_JOB_ROWS=on, the default), unless a test
     sets the variable itself. The module runs twice: with the job-row lists' member index as the default
-    has it (a set up to 2,048 members, a bitmap of job ids above: compat/engine/idindex.py), and with every
+    has it (a set up to 32,768 members, a bitmap of job ids above: compat/engine/idindex.py), and with every
     list's index a bitmap (RESPQUEUE_IDINDEX_MIN=0)."""
     with env_var("RESPQUEUE_JOB_ROWS", "on"), env_var("RESPQUEUE_IDINDEX_MIN", request.param):
         yield
@@ -1011,8 +1012,8 @@ def test_containers_and_locks_handed_over_by_the_core_scan(node: Node) -> None:
 
 
 def test_a_big_wait_list_indexed_by_job_id(node: Node) -> None:
-    """A wait list past 2,048 members (its index becomes a bitmap of job ids as it grows, and is built as one
-    at load), with custom ids, ids with leading zeros and a far id among the decimals: taken from both ends,
+    """A wait list of 3,000 jobs (in the ``bitmaps`` run its index is a bitmap of job ids, built as one at
+    load; tests/test_joblist.py has a set turning into one as the list grows), with custom ids, ids with leading zeros and a far id among the decimals: taken from both ends,
     moved, removed, checked against redis-server and after kill -9 restarts."""
     r = node.r
     ref = start_redis()

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from compat.engine import joblist
+from compat.engine.idindex import IdIndex
 from compat.engine.joblist import JobList
 from respqueue.types.list import List
 
@@ -18,7 +22,15 @@ def _check(v: JobList) -> None:
     assert list(v._p) == sorted(v._p) and len(set(v._p)) == len(v._p)
 
 
-def test_index_follows_every_mutator() -> None:
+@pytest.mark.parametrize(
+    ("bitmap_min", "ids"),
+    [(10**9, False), (0, False), (0, True), (50, True)],
+    ids=["set", "bitmap-names", "bitmap-ids", "set-then-bitmap"],
+)
+def test_index_follows_every_mutator(monkeypatch: pytest.MonkeyPatch, bitmap_min: int, ids: bool) -> None:
+    """Every mutator keeps the index exact, whether it is a set, an IdIndex from the start, or a set that
+    turns into an IdIndex as the list grows past ``BITMAP_MIN`` (job ids as decimals, or names)."""
+    monkeypatch.setattr(joblist, "BITMAP_MIN", bitmap_min)
     rnd = random.Random(7)
     v = JobList.of(List([b"a", b"b", b"c"]))
     v.attach((0, b"bull:q:wait"))
@@ -28,7 +40,7 @@ def test_index_follows_every_mutator() -> None:
     n = 0
     for _ in range(3000):
         n += 1
-        new = f"j{n}".encode()
+        new = b"%d" % n if ids else f"j{n}".encode()
         op = rnd.randrange(10)
         d = list(v._d)
         before = set(d)
@@ -62,6 +74,7 @@ def test_index_follows_every_mutator() -> None:
         assert not gone & set(v._d) - before
         v._gone = []
     assert not v._dup
+    assert (type(v._ix) is IdIndex) == (len(v._d) >= bitmap_min)
 
 
 def test_a_member_pushed_twice_is_flagged() -> None:

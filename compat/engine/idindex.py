@@ -16,7 +16,9 @@ ids that are not in it).
 
 It answers what the layout and :class:`JobList` ask of the set: ``in``, ``len``, ``add``, ``discard``,
 ``update``, ``isdisjoint`` and iteration (in no particular order). A list switches to it above
-:data:`BITMAP_MIN` members (joblist.py); below that a set costs less CPU and little memory.
+:data:`BITMAP_MIN` members (joblist.py); below that a set costs less CPU and little memory (a test, an
+``add`` or a ``discard`` is ~0.1-0.15 us here against ~0.03 for a set: about 1% of a processed job's server CPU,
+measured on a 10,000-job list forced to a bitmap; 32,768 members of set are ~2 MB).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Iterable, Iterator
 
 #: members from which a job-row list keeps its index as an IdIndex instead of a set
 #: (``RESPQUEUE_IDINDEX_MIN``: the tests run the job-row layout with every list's index a bitmap)
-BITMAP_MIN = int(os.environ.get("RESPQUEUE_IDINDEX_MIN", "2048"))
+BITMAP_MIN = int(os.environ.get("RESPQUEUE_IDINDEX_MIN", "32768"))
 # the longest decimal taken as a bit (an int64 fits 18 digits with room)
 _MAX_DIGITS = 18
 # a window may grow to this many bytes whatever the count (4 KiB: 32,768 ids)

@@ -43,7 +43,7 @@ prefix's few containers. A batch takes each changed container's log (list: the m
 joined have their rows rewritten (``stamp`` reads each one's state from ``find`` and its score from the
 zset, or for a list from the batch's log, else ``_list_pos``: near the list's ends, else a search at C
 speed, and after ``_FAR_SEARCHES`` of them a map of that list's positions for the rest of the batch). A
-list member costs its set entry (~42 B per waiting job at 200,000) up to 2,048 members, about a bit of a job-id
+list member costs its set entry (~42 B per waiting job at 200,000) up to 32,768 members, about a bit of a job-id
 bitmap from there (joblist.py, idindex.py) (a member -> position dict and a float
 per member were ~76 B until 2026-11-27, the side index before it, ``owner`` and ``cont``, ~300 B;
 docs/BENCHMARKS.md, "The containers as the index" and "A job-row list's index as a set").
