@@ -86,3 +86,13 @@ def test_ids_below_the_window_and_far_above_it() -> None:
     ix.discard(b"%d" % 10**15)
     ix.discard(b"49990")
     assert len(ix) == 10_000 and b"49990" not in ix
+
+
+def test_built_from_spread_ids_the_dense_run_takes_the_window() -> None:
+    """Built from ids too spread for one window (a far id first): the widest run that fits is bits, the rest
+    is in the set, whatever their order."""
+    ids = [b"%d" % (10**15)] + [b"%d" % i for i in range(1, 100_001)] + [b"5", b"%d" % (10**16)]
+    ix = IdIndex(ids)
+    same(ix, set(ids))
+    assert ix.other == {b"%d" % (10**15), b"%d" % (10**16)}
+    assert ix.nbits == 100_000 and len(ix.bits) <= 100_000 // 8 + 2

@@ -64,16 +64,37 @@ class IdIndex:
             else:
                 ids.append(i)
         if ids:
+            room = max(_FREE_BYTES, len(ids)) * 8  # the ids a window may span (a byte per member)
             lo = min(ids) & ~7
             hi = max(ids)
-            if (hi - lo) // 8 + 1 <= max(_FREE_BYTES, len(ids)):
-                self.base = lo
-                self.bits = bytearray((hi - lo) // 8 + 1)
-                for i in ids:
-                    self._add_id(i)
-            else:
-                for i in ids:
-                    self.add(b"%d" % i)
+            if hi - lo >= room:
+                # too spread for one window: the widest run of ids that fits takes it, the rest the set
+                ids.sort()
+                x = best_a = best_b = 0
+                for y in range(len(ids)):
+                    while ids[y] - (ids[x] & ~7) >= room:
+                        x += 1
+                    if y - x > best_b - best_a:
+                        best_a, best_b = x, y
+                for i in ids[:best_a]:
+                    other.add(b"%d" % i)
+                for i in ids[best_b + 1:]:
+                    other.add(b"%d" % i)
+                ids = ids[best_a:best_b + 1]
+                lo = ids[0] & ~7
+                hi = ids[-1]
+            self.base = lo
+            bits = self.bits = bytearray((hi - lo) // 8 + 1)
+            n = 0
+            for i in ids:  # (``_add_id`` inline: every id is inside the window)
+                j = i - lo
+                k = j >> 3
+                b = bits[k]
+                bit = 1 << (j & 7)
+                if not b & bit:
+                    bits[k] = b | bit
+                    n += 1
+            self.nbits = n
 
     # ---- reads -----------------------------------------------------------------
     def __contains__(self, m: object) -> bool:
