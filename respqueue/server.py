@@ -76,6 +76,7 @@ class Server:
         # for Database.modified to note changed hashes in (None: off, or the journal notes them)
         self.cold_hashes: Any = None
         self.cold_notes: Any = None
+        self._idle_trim: Any = None  # the C heap's trim once idle (respqueue/heap.py), from start()
         self.stats_evicted_keys = 0
         # client-output-buffer-limit (respqueue/outbuf.py)
         self.obl: Any = None
@@ -361,9 +362,8 @@ class Server:
                 if tick % max(1, self.config.hz) == 0:
                     if self.config.timeout:
                         self._close_idle_clients()
-                    it = getattr(self, "_idle_trim", None)
-                    if it is not None:
-                        it.tick(self.stats_commands, time.monotonic())
+                    if self._idle_trim is not None:
+                        self._idle_trim.tick(self.stats_commands, time.monotonic())
             except Exception:
                 log.exception("error in server cron")
 
