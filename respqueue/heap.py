@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import logging
 from typing import Any
-
-log = logging.getLogger("respqueue")
 
 _trim_fn: Any = None  # glibc's malloc_trim, False where there is none
 trims = 0  # calls that gave memory back (INFO memory, heap_trims)
