@@ -49,9 +49,11 @@ def resolve(argv: list[bytes]) -> Command | RedisError:
 def run_allowed(client: Any, cmd: Command, argv: list[bytes]) -> bool:
     """Whether :func:`process` would hand ``argv`` (and any later request of the same length for
     ``cmd``) straight to ``call``, with no MONITOR client to feed: no check of dispatch rejects it
-    (arity, authentication, ACL, cluster routing, maxmemory, RESP2 pub/sub, BUSY, MISCONF), no MULTI
-    queues it, and no CLIENT REPLY setting drops its reply. A run's requests cannot change any of
-    these, nor can anything else while the run goes on (one loop turn)."""
+    (arity, authentication, ACL, maxmemory, RESP2 pub/sub, BUSY, MISCONF), no MULTI queues it, and no
+    CLIENT REPLY setting drops its reply. A run's requests cannot change any of these, nor can anything
+    else while the run goes on (one loop turn). In cluster mode the slots must be stable
+    (``Cluster.runs_ok``), and the connection routes each request of the run itself (protocol.py): the
+    run ends before the first one this node does not serve."""
     ar = cmd.arity
     server = client.server
     return (
@@ -62,7 +64,7 @@ def run_allowed(client: Any, cmd: Command, argv: list[bytes]) -> bool:
         and client.reply_mode is None
         and not server.monitors
         and not cmd.is_protected
-        and server.cluster is None
+        and (server.cluster is None or server.cluster.runs_ok(client))
         and server.mem_guard is None
         and server.busy_script is None
         and server.write_refused is None

@@ -349,8 +349,13 @@ class ClientConnection(asyncio.Protocol, Client):
                 if not argv:
                     continue
                 rc = RUNS.get(argv[0])
-                if rc is not None and len(argv) > 2 and run_allowed(self, rc, argv):
-                    run = self._collect_run(argv)
+                if (
+                    rc is not None
+                    and len(argv) > 2
+                    and run_allowed(self, rc, argv)
+                    and (self.server.cluster is None or self.server.cluster.route(self, rc, argv) is None)
+                ):
+                    run = self._collect_run(argv, rc)
                     if len(run) > 1:
                         n += len(run) - 1
                         if not self._execute_run(rc, run, out):
@@ -373,11 +378,12 @@ class ClientConnection(asyncio.Protocol, Client):
                 self.write(b"".join(out))
         return odd and not self.closing
 
-    def _collect_run(self, argv: list[bytes]) -> list[list[bytes]]:
+    def _collect_run(self, argv: list[bytes], cmd: Any) -> list[list[bytes]]:
         """``argv`` and the requests after it already in the reader that repeat its command and first argument
-        with as many arguments (at most _RUN_MAX); the first other one hiredis returned is kept in
-        ``pending`` for the loop (an incomplete request stays in the reader)."""
+        with as many arguments (at most _RUN_MAX), and that this node serves in cluster mode; the first other
+        one hiredis returned is kept in ``pending`` for the loop (an incomplete request stays in the reader)."""
         run = [argv]
+        cluster = self.server.cluster
         reader = self.reader
         name, first, ln = argv[0], argv[1], len(argv)
         while len(run) < _RUN_MAX:
@@ -388,7 +394,14 @@ class ClientConnection(asyncio.Protocol, Client):
                 break
             if nxt is False:
                 break
-            if type(nxt) is list and len(nxt) == ln and nxt[0] == name and nxt[1] == first and self._bulk_strings(nxt):
+            if (
+                type(nxt) is list
+                and len(nxt) == ln
+                and nxt[0] == name
+                and nxt[1] == first
+                and self._bulk_strings(nxt)
+                and (cluster is None or cluster.route(self, cmd, nxt) is None)
+            ):
                 run.append(nxt)
                 continue
             self.pending = nxt

@@ -19,7 +19,7 @@ import hiredis
 import pytest
 
 from .cluster_servers import RedisCluster, env, free_port_range, write_cluster_file
-from .servers import RawConn, start_respqueue
+from .servers import RawConn, encode_command, start_respqueue
 
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None or shutil.which("redis-cli") is None,
@@ -345,6 +345,34 @@ def test_scripts_keep_to_local_keys(pair):
         ("return redis.call('publish', 'a', 'x')", []),
     ]:
         pair("EVAL", body, len(keys), *keys)
+    pair("SCRIPT", "FLUSH")
+
+
+def test_pipelined_script_calls_are_routed_each(pair):
+    """A pipeline of EVALSHAs of one script is run as a run (protocol.py) while the slots are stable: each
+    request is still routed on its own (MOVED, CROSSSLOT, a bad numkeys), in order, as Redis Cluster answers."""
+    sha = pair("SCRIPT", "LOAD", "return redis.call('incr', KEYS[1])").decode().split("\r\n")[1]
+    calls = [
+        ("b", "{b}x"),
+        ("{b}y", "b"),
+        ("a", "{a}1"),
+        ("b", "a"),
+        ("{b}1", "{b}2"),
+        ("k1", "k1"),
+        ("{b}1", "{b}1"),
+        ("{b}", "b"),
+        ("{}b", "{}b"),
+    ]
+    reqs = [("EVALSHA", sha, "2", *keys) for keys in calls]
+    reqs += [("EVALSHA", sha, n, "b", "{b}1") for n in ("x", "-1", "3", "0")]
+    reqs += [("EVALSHA", sha, "2", "b", "{b}x")]
+    data = b"".join(encode_command(r) for r in reqs)
+    got = []
+    for side, conn in enumerate((pair.ours, pair.theirs)):
+        conn.send_raw(data)
+        got.append([pair.norm(side, conn.read_raw()) for _ in reqs])
+    assert got[0] == got[1]
+    assert b"MOVED" in b"".join(got[0]) and b"CROSSSLOT" in b"".join(got[0])
     pair("SCRIPT", "FLUSH")
 
 

@@ -21,6 +21,7 @@ import time
 import tomllib
 from typing import Any
 
+from ..numbers import str2int
 from ..resp import RedisError
 from .slots import SLOTS, key_slot, parse_ranges, ranges_of
 
@@ -56,15 +57,30 @@ def default_id(host: str, port: int) -> str:
     return hashlib.sha1(f"respqueue-node {host}:{port}".encode()).hexdigest()
 
 
-_KIND: dict[Any, int] = {}  # command -> 0: no keys, 1: (first, last, step), 2: movable keys
+#: command -> 0: no keys, 1: (first, last, step), 2: movable keys, 3: a script's (numkeys at argv[2], keys after)
+_KIND: dict[Any, int] = {}
 _movable: Any = None
+_SCRIPT_CALLS = frozenset({"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"})
 
 
 def _kind(cmd: Any) -> int:
     k = _KIND.get(cmd)
     if k is None:
-        k = _KIND[cmd] = 2 if "movablekeys" in cmd.flags else (1 if cmd.first_key > 0 else 0)
+        if cmd.name in _SCRIPT_CALLS:
+            k = 3
+        else:
+            k = 2 if "movablekeys" in cmd.flags else (1 if cmd.first_key > 0 else 0)
+        _KIND[cmd] = k
     return k
+
+
+def _script_keys(argv: list[bytes]) -> range:
+    """EVAL/EVALSHA/FCALL's key positions (numkeys at argv[2]); none when numkeys is bad (the command itself
+    answers the error), as COMMAND GETKEYS's rule (commands/introspection.py) reads them."""
+    n = str2int(argv[2]) if len(argv) > 2 else None
+    if n is None or n < 0 or 3 + n > len(argv):
+        return range(0)
+    return range(3, 3 + n)
 
 
 def key_indexes(cmd: Any, argv: list[bytes]) -> list[int] | range:
@@ -80,6 +96,8 @@ def key_indexes(cmd: Any, argv: list[bytes]) -> list[int] | range:
         return cmd.key_positions(argv)
     if k == 0:
         return ()  # type: ignore[return-value]
+    if k == 3:
+        return _script_keys(argv)
     if cmd.name == "migrate":
         from .migrate import migrate_key_indexes
 
@@ -154,19 +172,54 @@ class Cluster:
             k = _kind(cmd)
         if not k:
             return None
-        if k == 1 and cmd.first_key == cmd.last_key and self.ok and not self.migrating and not self.importing:
-            # one key, every slot served, none moving: the slot's owner answers
-            i = cmd.first_key
-            if i >= len(argv):
-                return None
-            s = key_slot(argv[i])
-            n = self.slots[s]
-            if n is self.myself:
-                return None
-            if n is None:
-                return UNBOUND
-            return RedisError(b"MOVED %d %s" % (s, n.addr))
+        if self.ok and not self.migrating and not self.importing:
+            # every slot served, none moving: the slot's owner answers, if all the keys share one slot
+            if k == 1 and cmd.first_key == cmd.last_key:
+                i = cmd.first_key
+                if i >= len(argv):
+                    return None
+                s = key_slot(argv[i])
+                n = self.slots[s]
+                if n is self.myself:
+                    return None
+                if n is None:
+                    return UNBOUND
+                return RedisError(b"MOVED %d %s" % (s, n.addr))
+            if k == 3:
+                return self._script_route(argv)
         return self.locate(client.db, ((cmd, argv),), asking)
+
+    def _script_route(self, argv: list[bytes]) -> RedisError | None:
+        """``route`` for a script call (EVALSHA...) while every slot is served and none moves: what ``locate``
+        answers then (CROSSSLOT before MOVED), in one pass. BullMQ's keys all begin with the queue's
+        ``{hash tag}``; a key that begins with the first key's tag hashes to its slot without a CRC."""
+        idx = _script_keys(argv)
+        if not idx:
+            return None
+        first = argv[idx[0]]
+        slot = key_slot(first)
+        tag = b""
+        if first[:1] == b"{":
+            e = first.find(b"}", 1)
+            if e > 1:
+                tag = first[: e + 1]
+        for i in idx[1:]:
+            k = argv[i]
+            if tag and k.startswith(tag):
+                continue
+            if key_slot(k) != slot:
+                return CROSSSLOT
+        n = self.slots[slot]
+        if n is self.myself:
+            return None
+        if n is None:
+            return UNBOUND
+        return RedisError(b"MOVED %d %s" % (slot, n.addr))
+
+    def runs_ok(self, client: Any) -> bool:
+        """Whether a connection may run a pipeline's requests as a run (``dispatch.run_allowed``): every slot
+        served, none moving, no ASKING pending; each request of the run is still routed (protocol.py)."""
+        return bool(self.ok) and not self.migrating and not self.importing and not client.asking
 
     def locate(self, db: Any, cmds: Any, asking: bool, script: bool = False) -> RedisError | None:
         myself = self.myself

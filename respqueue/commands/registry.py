@@ -129,7 +129,8 @@ def register_run(name: str, opener: Any) -> None:
     ``close()`` the connection calls after the last one, or before anything else runs (blocked clients
     served by a request's writes). Each request's reply must be what ``cmd.proc`` would have given.
     Runs are only formed while ``dispatch.run_allowed`` holds (then ``dispatch.process`` would run every request
-    of the run directly with ``call``)."""
+    of the run directly with ``call``), and in cluster mode only of requests this node serves (each routed by
+    the connection)."""
     cmd = COMMANDS[name.encode()]
     cmd.run = opener
     RUNS[name.encode()] = RUNS[name.upper().encode()] = cmd
