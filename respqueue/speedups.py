@@ -39,6 +39,7 @@ MODULES = (
     "compat.history",
     "compat.engine.layout",
     "compat.engine.idindex",
+    "respqueue.cluster.slots",
     "respqueue.types.stream",
     "respqueue.commands.streams",
     "respqueue.call",

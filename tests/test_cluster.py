@@ -376,6 +376,30 @@ def test_pipelined_script_calls_are_routed_each(pair):
     pair("SCRIPT", "FLUSH")
 
 
+def test_script_slot_follows_the_generic_rule():
+    """slots.script_slot (compiled; a script call's routing while the slots are stable) against the generic
+    rule: COMMAND GETKEYS's key positions for EVALSHA, then each key's CRC slot."""
+    from respqueue.cluster.slots import key_slot, script_slot
+    from respqueue.commands.introspection import _movable_keys
+    from respqueue.resp import RedisError
+
+    rnd = random.Random(7)
+    pool = [b"b", b"a", b"{b}1", b"{b}", b"{}b", b"{b", b"x{b}y", b"{a}b", b"{bq0}:q:wait", b"{bq0}:q:1", b"", b"{b}}"]
+    counts = [b"0", b"1", b"2", b"3", b"01", b"-1", b"+1", b" 1", b"1 ", b"x", b"", b"99999999999", b"4", b"10"]
+    for _ in range(3000):
+        argv = [b"EVALSHA", b"s" * 40, rnd.choice(counts)] + [rnd.choice(pool) for _ in range(rnd.randint(0, 5))]
+        try:
+            idx = _movable_keys("evalsha", argv)
+        except RedisError:
+            idx = []
+        if not idx:
+            want = -2
+        else:
+            slots = {key_slot(argv[i]) for i in idx}
+            want = slots.pop() if len(slots) == 1 else -1
+        assert script_slot(argv) == want, argv
+
+
 def test_multi_keeps_to_one_slot(pair):
     for seq in [
         [("MULTI",), ("SET", "b", "1"), ("SET", "k2", "1"), ("EXEC",)],

@@ -18,6 +18,46 @@ def key_slot(key: bytes) -> int:
     return crc_hqx(key, 0) & 16383
 
 
+def keys_slot(argv: list[bytes], start: int, stop: int) -> int:
+    """The slot that ``argv[start:stop]`` (at least one key) share, or -1 when they span slots. A key that
+    begins with the first key's ``{hash tag}`` (every key of a BullMQ queue does) shares its slot: no CRC is
+    computed for it."""
+    first = argv[start]
+    slot = key_slot(first)
+    tag = b""
+    if first[:1] == b"{":
+        e = first.find(b"}", 1)
+        if e > 1:
+            tag = first[: e + 1]
+    for i in range(start + 1, stop):
+        k = argv[i]
+        if tag and k.startswith(tag):
+            continue
+        if key_slot(k) != slot:
+            return -1
+    return slot
+
+
+def script_slot(argv: list[bytes]) -> int:
+    """The slot of a script call's keys (EVAL/EVALSHA/FCALL: numkeys at ``argv[2]``, the keys after it): -1 when
+    they span slots, -2 when it has none or numkeys is not a count of the arguments there (the command itself
+    answers that error; numkeys read as Redis's string2ll reads it)."""
+    if len(argv) < 3:
+        return -2
+    nk = argv[2]
+    ln = len(nk)
+    if ln == 0 or ln > 9 or (ln > 1 and nk[0] == 48):
+        return -2
+    n = 0
+    for c in nk:
+        if c < 48 or c > 57:
+            return -2
+        n = n * 10 + c - 48
+    if n == 0 or 3 + n > len(argv):
+        return -2
+    return keys_slot(argv, 3, 3 + n)
+
+
 def parse_ranges(spec: object, where: str) -> list[tuple[int, int]]:
     """Slot ranges from a cluster file: ``"0-5460"``, ``"0-100 200 300-400"``, ``[0, "5-9"]`` or ``[[0, 99]]``."""
     items: list[object]

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..numbers import str2int
 from ..resp import RedisError
-from .slots import SLOTS, key_slot, parse_ranges, ranges_of
+from .slots import SLOTS, key_slot, parse_ranges, ranges_of, script_slot
 
 CROSSSLOT = RedisError(b"CROSSSLOT Keys in request don't hash to the same slot")
 TRYAGAIN = RedisError(b"TRYAGAIN Multiple keys request during rehashing of slot")
@@ -191,24 +191,10 @@ class Cluster:
 
     def _script_route(self, argv: list[bytes]) -> RedisError | None:
         """``route`` for a script call (EVALSHA...) while every slot is served and none moves: what ``locate``
-        answers then (CROSSSLOT before MOVED), in one pass. BullMQ's keys all begin with the queue's
-        ``{hash tag}``; a key that begins with the first key's tag hashes to its slot without a CRC."""
-        idx = _script_keys(argv)
-        if not idx:
-            return None
-        first = argv[idx[0]]
-        slot = key_slot(first)
-        tag = b""
-        if first[:1] == b"{":
-            e = first.find(b"}", 1)
-            if e > 1:
-                tag = first[: e + 1]
-        for i in idx[1:]:
-            k = argv[i]
-            if tag and k.startswith(tag):
-                continue
-            if key_slot(k) != slot:
-                return CROSSSLOT
+        answers then (CROSSSLOT before MOVED), in one pass (``slots.script_slot``, compiled)."""
+        slot = script_slot(argv)
+        if slot < 0:
+            return None if slot == -2 else CROSSSLOT
         n = self.slots[slot]
         if n is self.myself:
             return None
