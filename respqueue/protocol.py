@@ -349,12 +349,7 @@ class ClientConnection(asyncio.Protocol, Client):
                 if not argv:
                     continue
                 rc = RUNS.get(argv[0])
-                if (
-                    rc is not None
-                    and len(argv) > 2
-                    and run_allowed(self, rc, argv)
-                    and (self.server.cluster is None or self.server.cluster.route(self, rc, argv) is None)
-                ):
+                if rc is not None and len(argv) > 2 and run_allowed(self, rc, argv):
                     run = self._collect_run(argv, rc)
                     if len(run) > 1:
                         n += len(run) - 1
@@ -381,7 +376,9 @@ class ClientConnection(asyncio.Protocol, Client):
     def _collect_run(self, argv: list[bytes], cmd: Any) -> list[list[bytes]]:
         """``argv`` and the requests after it already in the reader that repeat its command and first argument
         with as many arguments (at most _RUN_MAX), and that this node serves in cluster mode; the first other
-        one hiredis returned is kept in ``pending`` for the loop (an incomplete request stays in the reader)."""
+        one hiredis returned is kept in ``pending`` for the loop (an incomplete request stays in the reader).
+        In cluster mode ``argv`` itself is routed once a second request would join it: a run of one goes
+        through ``process``, which routes it (once)."""
         run = [argv]
         cluster = self.server.cluster
         reader = self.reader
@@ -400,7 +397,13 @@ class ClientConnection(asyncio.Protocol, Client):
                 and nxt[0] == name
                 and nxt[1] == first
                 and self._bulk_strings(nxt)
-                and (cluster is None or cluster.route(self, cmd, nxt) is None)
+                and (
+                    cluster is None
+                    or (
+                        (len(run) > 1 or cluster.route(self, cmd, argv) is None)
+                        and cluster.route(self, cmd, nxt) is None
+                    )
+                )
             ):
                 run.append(nxt)
                 continue

@@ -353,6 +353,7 @@ def test_pipelined_script_calls_are_routed_each(pair):
     request is still routed on its own (MOVED, CROSSSLOT, a bad numkeys), in order, as Redis Cluster answers."""
     sha = pair("SCRIPT", "LOAD", "return redis.call('incr', KEYS[1])").decode().split("\r\n")[1]
     calls = [
+        ("a", "{a}2"),
         ("b", "{b}x"),
         ("{b}y", "b"),
         ("a", "{a}1"),
