@@ -178,23 +178,17 @@ class Cluster:
                 i = cmd.first_key
                 if i >= len(argv):
                     return None
-                s = key_slot(argv[i])
-                n = self.slots[s]
-                if n is self.myself:
-                    return None
-                if n is None:
-                    return UNBOUND
-                return RedisError(b"MOVED %d %s" % (s, n.addr))
+                return self._served(key_slot(argv[i]))
             if k == 3:
-                return self._script_route(argv)
+                # a script call (EVALSHA...): its keys' one slot, found in one compiled pass (CROSSSLOT before MOVED)
+                slot = script_slot(argv)
+                if slot < 0:
+                    return None if slot == -2 else CROSSSLOT
+                return self._served(slot)
         return self.locate(client.db, ((cmd, argv),), asking)
 
-    def _script_route(self, argv: list[bytes]) -> RedisError | None:
-        """``route`` for a script call (EVALSHA...) while every slot is served and none moves: what ``locate``
-        answers then (CROSSSLOT before MOVED), in one pass (``slots.script_slot``, compiled)."""
-        slot = script_slot(argv)
-        if slot < 0:
-            return None if slot == -2 else CROSSSLOT
+    def _served(self, slot: int) -> RedisError | None:
+        """While every slot is served and none moves: None when this node owns ``slot``, else MOVED to its owner."""
         n = self.slots[slot]
         if n is self.myself:
             return None
